@@ -1,0 +1,70 @@
+//! `pool`: a work-stealing thread pool core for Rust, C, C++ and Zig hosts.
+//!
+//! * `#![no_std]` + `alloc` core: intrusive [`Task`]s and [`Batch`]es, a bounded per-worker
+//!   ring with steal-half, an unbounded lock-free injector, and the packed `Sync` word that
+//!   throttles wake-ups (design text 002), generic over the host's [`Parker`] and [`Spawner`].
+//! * `std` feature (default): [`FutexParker`] (Linux), [`CondvarParker`], [`ThreadSpawner`],
+//!   and the lazily started [`global()`] pool.
+//! * `capi` feature: the `extern "C"` layer behind `include/pool.h` / `libpool.a`.
+//!
+//! No allocation per task on the intrusive path: the host embeds a [`Task`] in its own struct.
+//!
+//! ```
+//! # #[cfg(feature = "std")] {
+//! use core::ptr::NonNull;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use pool::{container_of, Config, Task, ThreadPool};
+//!
+//! #[repr(C)]
+//! struct Square { input: u64, task: Task, output: AtomicU64 }
+//!
+//! unsafe extern "C" fn square(task: *mut Task) {
+//!     // SAFETY: every task with this callback is the `task` field of a `Square`.
+//!     let job = unsafe { &*container_of!(task, Square, task) };
+//!     job.output.store(job.input * job.input, Ordering::Release);
+//! }
+//!
+//! let pool = ThreadPool::new(Config::default()).unwrap();
+//! let mut jobs: Vec<Square> = (0..100)
+//!     .map(|i| Square { input: i, task: Task::new(square), output: AtomicU64::new(0) })
+//!     .collect();
+//! for job in jobs.iter_mut() {
+//!     // SAFETY: `jobs` outlives the pool's use of it: shutdown below runs every task first.
+//!     unsafe { pool.submit(NonNull::from(&mut job.task)).unwrap() };
+//! }
+//! pool.shutdown().unwrap();
+//! assert!(jobs.iter().all(|j| j.output.load(Ordering::Acquire) == j.input * j.input));
+//! # }
+//! ```
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+mod panic;
+mod platform;
+mod queue;
+mod scheduler;
+pub(crate) mod sync;
+mod sync_word;
+mod task;
+
+#[cfg(feature = "std")]
+mod os;
+
+#[cfg(feature = "capi")]
+pub mod capi;
+
+pub use panic::panic_count;
+pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
+pub use scheduler::{Config, Error, Stats, ThreadPool};
+pub use sync_word::MAX_THREADS;
+pub use task::{Batch, Callback, Task};
+
+#[cfg(feature = "std")]
+pub use os::{global, CondvarParker, DefaultParker, ThreadSpawner};
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub use os::FutexParker;

@@ -1,0 +1,42 @@
+//! The `std` platform: parkers, the OS-thread spawner, and the lazily started global pool.
+//!
+//! * [`FutexParker`] (Linux): one `u32` futex word per thread, no lock, one syscall per wake.
+//! * [`CondvarParker`] (everywhere `std` runs): a `Mutex<bool>` + `Condvar`.
+//! * [`ThreadSpawner`]: `std::thread` with a configurable stack size, joins what it started.
+//! * [`DefaultParker`]: the futex parker on Linux, the condvar parker elsewhere; chosen here,
+//!   in one place.
+
+mod condvar;
+#[cfg(target_os = "linux")]
+mod futex;
+pub(crate) mod global;
+mod thread;
+
+pub use condvar::CondvarParker;
+#[cfg(target_os = "linux")]
+pub use futex::FutexParker;
+pub use global::global;
+pub use thread::ThreadSpawner;
+
+/// The parker `ThreadSpawner` uses unless told otherwise.
+#[cfg(target_os = "linux")]
+pub type DefaultParker = FutexParker;
+/// The parker `ThreadSpawner` uses unless told otherwise.
+#[cfg(not(target_os = "linux"))]
+pub type DefaultParker = CondvarParker;
+
+impl crate::ThreadPool<ThreadSpawner> {
+    /// A pool on OS threads with the [`DefaultParker`]. No thread starts until work arrives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `max_threads` above
+    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    ///
+    /// ```
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// assert_eq!(pool.max_threads(), 2);
+    /// ```
+    pub fn new(config: crate::Config) -> Result<Self, crate::Error> {
+        Self::with_spawner(config, ThreadSpawner::new())
+    }
+}

@@ -1,0 +1,118 @@
+//! The OS-thread [`Spawner`]: `std::thread`, a thread-local "current worker", and a join list.
+//!
+//! Joining without a race: `spawn` holds `handles` locked while it creates the thread and
+//! records its handle, and the new thread takes the same lock once before it runs the pool's
+//! code. So by the time a thread can tell the pool it is leaving, its handle is recorded, and
+//! `join_all` (called after every thread left) finds and joins all of them.
+
+use core::cell::Cell;
+use core::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::vec::Vec;
+use std::thread::JoinHandle;
+
+use super::DefaultParker;
+use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+
+std::thread_local! {
+    static CURRENT_WORKER: Cell<*const ()> = const { Cell::new(core::ptr::null()) };
+}
+
+/// Starts pool threads as `std::thread`s, parking them on `P` ([`DefaultParker`] unless chosen).
+///
+/// ```
+/// use pool::{Config, CondvarParker, ThreadPool, ThreadSpawner};
+/// let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::<CondvarParker>::new()).unwrap();
+/// pool.spawn(|| println!("hello from a pool thread")).unwrap();
+/// ```
+pub struct ThreadSpawner<P = DefaultParker> {
+    handles: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    name: &'static str,
+    _parker: PhantomData<fn() -> P>,
+}
+
+impl<P> core::fmt::Debug for ThreadSpawner<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ThreadSpawner").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl<P> Drop for ThreadSpawner<P> {
+    /// Joins anything still running, so no thread outlives its spawner.
+    fn drop(&mut self) {
+        let handles = core::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl<P> Default for ThreadSpawner<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P> ThreadSpawner<P> {
+    /// A spawner whose threads are named "pool-worker".
+    pub fn new() -> Self {
+        Self::named("pool-worker")
+    }
+
+    /// A spawner whose threads carry `name`.
+    pub fn named(name: &'static str) -> Self {
+        Self { handles: Arc::new(Mutex::new(Vec::new())), name, _parker: PhantomData }
+    }
+}
+
+// SAFETY: `spawn` runs `start` once on a new thread iff it returns Ok; `join_all` joins every
+// thread spawned (see the module docs for why none can be missed); the thread-local slot is
+// per thread.
+unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
+    type Parker = P;
+
+    fn new_parker(&self) -> P {
+        P::default()
+    }
+
+    fn spawn(&self, start: ThreadStart, stack_size: usize) -> Result<(), SpawnError> {
+        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut builder = std::thread::Builder::new().name(self.name.into());
+        if stack_size != 0 {
+            builder = builder.stack_size(stack_size);
+        }
+        let gate = Arc::clone(&self.handles);
+        let handle = builder
+            .spawn(move || {
+                // Wait until `spawn` has recorded our handle (see module docs).
+                drop(gate.lock().unwrap_or_else(PoisonError::into_inner));
+                // SAFETY: handed to exactly one thread, run once.
+                unsafe { start.run() }
+            })
+            .map_err(|_| SpawnError)?;
+        handles.push(handle);
+        Ok(())
+    }
+
+    fn join_all(&self) {
+        let handles = core::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+        for handle in handles {
+            // A worker never unwinds (task callbacks are extern "C"), so this cannot be Err
+            // except for a thread killed by the process ending; nothing to report then.
+            let _ = handle.join();
+        }
+    }
+
+    fn available_parallelism(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    #[inline]
+    fn current_worker(&self) -> *const () {
+        CURRENT_WORKER.with(Cell::get)
+    }
+
+    fn set_current_worker(&self, worker: *const ()) {
+        CURRENT_WORKER.with(|c| c.set(worker));
+    }
+}

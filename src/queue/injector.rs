@@ -1,0 +1,307 @@
+//! The pool's unbounded intrusive queue: lock-free for producers, try-locked for the consumer.
+//!
+//! Design text 002, "Vyukov MPSC queue - made non-blocking MC": Dmitry Vyukov's intrusive
+//! multi-producer single-consumer queue, where the single consumer is whoever wins a try-lock
+//! on the consumer end. A worker that loses the try-lock does not wait: it looks elsewhere for
+//! work (the sleep protocol guarantees a later notification if it finds none).
+//!
+//! We chose Vyukov's FIFO over the text's Treiber-stack variant: external submissions then run
+//! in submission order, which keeps a stream of submits fair.
+//!
+//! # Layout and states
+//! * `tail` (producer end) points to the last task pushed. Null and `&stub` both mean "the
+//!   stub is last". Its low bit is [`CLOSED`]: once set, external pushes are refused. Producers
+//!   swing `tail` with a CAS (not a swap, so the CLOSED bit is read and kept atomically with
+//!   the push; this makes "accepted" vs "refused after shutdown" a single linearisation point).
+//! * `head` (consumer end) is the consumer's cursor: the oldest unconsumed node (null = the
+//!   stub), or [`LOCKED`] while a consumer holds the queue.
+//! * Nodes are linked oldest to newest through `Task::next`. The stub is a dummy node that lets
+//!   the consumer detach the last real node: it re-pushes the stub behind it.
+//!
+//! # The push preempted between its CAS and its link
+//! A producer first swings `tail` to its batch, then links the previous tail to it. In between,
+//! the chain is broken: the consumer sees a node with no `next` although `tail` is elsewhere.
+//! It then reports "empty" spuriously and leaves the node in place. That is safe: the producer
+//! notifies the pool after linking, so a worker will come back (see `sync_word`).
+//!
+//! # Invariants
+//! * Only the lock holder reads or moves the cursor, or reads `next` of consumed-side nodes.
+//! * A node is returned by `pop` at most once: the cursor only moves forward.
+//! * The queue must not move in memory while it holds tasks (the stub's address is linked into
+//!   the chain); it lives inside the heap-allocated pool.
+
+use core::ptr::{self, NonNull};
+
+use crate::sync::{AtomicPtr, CachePadded, Ordering};
+use crate::task::{Batch, Task};
+
+/// Low bit of `tail`: the queue refuses external pushes (the pool is shutting down).
+const CLOSED: usize = 0b1;
+
+/// Value of `head` while a consumer holds the queue. Never a task address (tasks are aligned).
+fn locked() -> *mut Task {
+    ptr::without_provenance_mut(0b1)
+}
+
+/// The unbounded intrusive MPSC queue with a try-locked consumer. See the module docs.
+pub(crate) struct Injector {
+    /// Producer end; low bit [`CLOSED`].
+    tail: CachePadded<AtomicPtr<Task>>,
+    /// Consumer cursor, or [`locked()`].
+    head: CachePadded<AtomicPtr<Task>>,
+    /// The dummy node (never run).
+    stub: Task,
+}
+
+impl core::fmt::Debug for Injector {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Injector")
+            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .field("head", &self.head.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a push was refused: the queue is closed. The batch's tasks are still the caller's.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+unsafe extern "C" fn stub_callback(_: *mut Task) {
+    unreachable!("the injector's stub node is never run");
+}
+
+impl Injector {
+    pub(crate) fn new() -> Self {
+        Self {
+            tail: CachePadded(AtomicPtr::new(ptr::null_mut())),
+            head: CachePadded(AtomicPtr::new(ptr::null_mut())),
+            stub: Task::new(stub_callback),
+        }
+    }
+
+    #[inline]
+    fn stub_ptr(&self) -> *mut Task {
+        ptr::from_ref(&self.stub).cast_mut()
+    }
+
+    /// Pushes a batch at the tail. With `external`, a closed queue refuses it.
+    #[inline]
+    pub(crate) fn push(&self, batch: Batch, external: bool) -> Result<(), Closed> {
+        let (Some(first), Some(last)) = (batch.head, batch.tail) else { return Ok(()) };
+        // SAFETY: the batch's tasks are exclusively ours until the CAS publishes them.
+        unsafe { last.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };
+        let mut tail = self.tail.load(Ordering::Relaxed);
+        loop {
+            let closed = tail.addr() & CLOSED;
+            if external && closed != 0 {
+                return Err(Closed);
+            }
+            let new = last.as_ptr().map_addr(|a| a | closed);
+            // AcqRel: Release publishes `last.next = null` (and the batch's links) to the next
+            // producer, which will store into `last.next`; Acquire makes the previous
+            // producer's `prev.next = null` happen before our store into it below.
+            match self.tail.compare_exchange_weak(tail, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => tail = actual,
+            }
+        }
+        let prev = tail.map_addr(|a| a & !CLOSED);
+        let prev = if prev.is_null() { self.stub_ptr() } else { prev };
+        // Release: the consumer's Acquire load of `prev.next` sees the whole batch.
+        // SAFETY: `prev` is the stub or a node still in the queue: the consumer never releases a
+        // node whose `next` is null (it re-pushes the stub behind it first), so `prev` is live.
+        unsafe { (*prev).store_next(first.as_ptr(), Ordering::Release) };
+        Ok(())
+    }
+
+    /// Closes the queue to external pushes. Returns false if it was already closed.
+    pub(crate) fn close(&self) -> bool {
+        let mut tail = self.tail.load(Ordering::Relaxed);
+        loop {
+            if tail.addr() & CLOSED != 0 {
+                return false;
+            }
+            // AcqRel: orders the close after every push it displaces in `tail`'s modification
+            // order, and makes it visible to those that read it.
+            match self.tail.compare_exchange_weak(
+                tail,
+                tail.map_addr(|a| a | CLOSED),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => tail = actual,
+            }
+        }
+    }
+
+    /// Whether the queue is closed to external pushes.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tail.load(Ordering::Acquire).addr() & CLOSED != 0
+    }
+
+    /// Whether the queue looks empty. May be wrong while a push is in flight (that push is
+    /// followed by a notification) or while another worker holds the consumer end.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        let head = self.head.load(Ordering::Acquire);
+        if head == locked() {
+            return false;
+        }
+        (head.is_null() || head == self.stub_ptr())
+            && self.stub.load_next(Ordering::Acquire).is_null()
+    }
+
+    /// Takes the consumer end if it is free and the queue is not empty.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            if head == locked() {
+                return None;
+            }
+            if (head.is_null() || head == self.stub_ptr())
+                && self.stub.load_next(Ordering::Acquire).is_null()
+            {
+                return None;
+            }
+            // Acquire pairs with the previous consumer's Release unlock: its cursor and the
+            // nodes it consumed are settled.
+            match self.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Consumer { queue: self, cursor: head }),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
+/// The consumer end of an [`Injector`], held until dropped.
+pub(crate) struct Consumer<'a> {
+    queue: &'a Injector,
+    /// The oldest unconsumed node; null means the stub.
+    cursor: *mut Task,
+}
+
+impl core::fmt::Debug for Consumer<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Consumer").field("cursor", &self.cursor).finish()
+    }
+}
+
+impl Consumer<'_> {
+    /// Pops the oldest task; `None` if the queue is empty or a push is half-way (see module).
+    pub(crate) fn pop(&mut self) -> Option<NonNull<Task>> {
+        let stub = self.queue.stub_ptr();
+        let mut node = if self.cursor.is_null() { stub } else { self.cursor };
+        // SAFETY (all derefs of `node` and `next` below): nodes between the cursor and `tail`
+        // are queued tasks (or the stub), valid until popped, and only the lock holder pops.
+        let mut next = unsafe { (*node).load_next(Ordering::Acquire) };
+        if node == stub {
+            if next.is_null() {
+                return None;
+            }
+            node = next;
+            self.cursor = next;
+            // SAFETY: see above.
+            next = unsafe { (*node).load_next(Ordering::Acquire) };
+        }
+        if !next.is_null() {
+            self.cursor = next;
+            return NonNull::new(node);
+        }
+        // `node` may be the last one. If a producer already moved `tail` past it but has not
+        // linked yet, report empty (the producer will notify after linking).
+        let tail = self.queue.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
+        if tail != node {
+            return None;
+        }
+        // Detach `node` by re-pushing the stub behind it (ignoring CLOSED: internal push).
+        // SAFETY: the stub is not in the chain any more (the cursor passed it), so it is ours.
+        let stub_task = unsafe { NonNull::new_unchecked(stub) };
+        let _ = self.queue.push(Batch::from(stub_task), false);
+        // SAFETY: see above.
+        next = unsafe { (*node).load_next(Ordering::Acquire) };
+        if next.is_null() {
+            // Another producer got in between our tail check and the stub push and has not
+            // linked yet; try again later.
+            return None;
+        }
+        self.cursor = next;
+        NonNull::new(node)
+    }
+}
+
+impl Drop for Consumer<'_> {
+    fn drop(&mut self) {
+        let cursor = if self.cursor == self.queue.stub_ptr() { ptr::null_mut() } else { self.cursor };
+        // Release pairs with the next consumer's Acquire in `try_lock`.
+        self.queue.head.store(cursor, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    unsafe extern "C" fn noop(_: *mut Task) {}
+
+    fn batch_of(ts: &mut [Task]) -> Batch {
+        let mut b = Batch::new();
+        for t in ts {
+            // SAFETY: the tasks outlive the test's queue use and are in no other list.
+            unsafe { b.push(t.into()) };
+        }
+        b
+    }
+
+    #[test]
+    fn fifo_across_batches_and_stub_reuse() {
+        let q = Injector::new();
+        let mut ts: Vec<Task> = (0..10).map(|_| Task::new(noop)).collect();
+        let ptrs: Vec<NonNull<Task>> = ts.iter_mut().map(NonNull::from).collect();
+        assert!(q.is_empty());
+        assert!(q.try_lock().is_none());
+        q.push(batch_of(&mut ts[0..1]), true).unwrap();
+        q.push(batch_of(&mut ts[1..4]), true).unwrap();
+        assert!(!q.is_empty());
+        {
+            let mut c = q.try_lock().unwrap();
+            assert!(q.try_lock().is_none(), "second consumer must be refused");
+            for p in &ptrs[0..4] {
+                assert_eq!(c.pop(), Some(*p));
+            }
+            assert_eq!(c.pop(), None);
+        }
+        assert!(q.is_empty());
+        // After the stub was re-pushed, the queue keeps working.
+        q.push(batch_of(&mut ts[4..10]), true).unwrap();
+        let mut c = q.try_lock().unwrap();
+        for p in &ptrs[4..8] {
+            assert_eq!(c.pop(), Some(*p));
+        }
+        drop(c);
+        let mut c = q.try_lock().unwrap();
+        assert_eq!(c.pop(), Some(ptrs[8]));
+        assert_eq!(c.pop(), Some(ptrs[9]));
+        assert_eq!(c.pop(), None);
+    }
+
+    #[test]
+    fn close_refuses_external_only() {
+        let q = Injector::new();
+        let mut ts: Vec<Task> = (0..3).map(|_| Task::new(noop)).collect();
+        q.push(batch_of(&mut ts[0..1]), true).unwrap();
+        assert!(q.close());
+        assert!(!q.close());
+        assert!(q.is_closed());
+        assert!(q.push(batch_of(&mut ts[1..2]), true).is_err());
+        q.push(batch_of(&mut ts[2..3]), false).unwrap();
+        let mut c = q.try_lock().unwrap();
+        assert_eq!(c.pop(), Some(NonNull::from(&mut ts[0])));
+        assert_eq!(c.pop(), Some(NonNull::from(&mut ts[2])));
+        assert_eq!(c.pop(), None);
+        drop(c);
+        assert!(q.is_closed(), "the stub re-push keeps the CLOSED bit");
+    }
+}

@@ -1,0 +1,9 @@
+//! The two queues of the core, one file each (design text 002):
+//!
+//! * [`ring`]: a worker's bounded single-producer multi-consumer ring. The owner pushes and
+//!   pops without contention; thieves steal half of it in one compare-and-swap.
+//! * [`injector`]: the pool's unbounded intrusive multi-producer queue, with a consumer end
+//!   guarded by a try-lock that never blocks. External submissions and ring overflow land here.
+
+pub(crate) mod injector;
+pub(crate) mod ring;

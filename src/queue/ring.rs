@@ -1,0 +1,330 @@
+//! A worker's bounded ring of tasks: single producer (the owning worker), many consumers.
+//!
+//! The algorithm is Go's runqueue as described in design text 002 ("Going Lock-Free:
+//! Bounded"), also the base of tokio's queue:
+//!
+//! * `tail` is written only by the owner. `head` moves forward by compare-and-swap, by the owner
+//!   popping one task or by a thief claiming a whole run of tasks (steal-half).
+//! * Slots `[head, tail)` (wrapping `u32` indices, taken modulo `CAPACITY`) hold queued tasks.
+//!   The owner writes a slot only outside that range, after an Acquire load of `head` proved the
+//!   slot free.
+//! * A thief copies the run it wants into its *own* ring beyond its published tail, then claims
+//!   the run with one CAS on the victim's `head`. If the CAS fails, the copies are simply never
+//!   published. If it succeeds, the thief publishes them with one Release store of its tail.
+//!   Slots are atomics, so a stale thief reading a slot the owner is rewriting is no data race;
+//!   its CAS then fails because `head` has moved.
+//! * On overflow the owner claims half of its own ring with the same CAS and hands it, with the
+//!   new task, to the injector as one batch, so the next 128 pushes are cheap again.
+//!
+//! Order: FIFO for the owner and for thieves (both take from `head`). Fork-join's LIFO needs
+//! (issue 4) are served by a LIFO slot in front of this ring, not by the ring itself.
+//!
+//! Capacity: 256 tasks (4 under loom, so overflow and wrap-around happen in small models).
+
+use core::ptr::{self, NonNull};
+
+use crate::sync::{spin_hint, AtomicPtr, AtomicU32, Ordering};
+use crate::task::{Batch, Task};
+
+/// Slots in a ring. Always a power of two.
+#[cfg(not(loom))]
+pub(crate) const CAPACITY: u32 = 256;
+/// Slots in a ring. Always a power of two. Tiny under loom so models reach overflow.
+#[cfg(loom)]
+pub(crate) const CAPACITY: u32 = 4;
+
+const MASK: u32 = CAPACITY - 1;
+const _: () = assert!(CAPACITY.is_power_of_two());
+
+/// A bounded SPMC ring of task pointers. See the module docs for the protocol.
+pub(crate) struct Ring {
+    /// Index of the oldest queued task. Advanced by CAS (owner pop, thieves, overflow).
+    head: AtomicU32,
+    /// Index one past the newest queued task. Stored only by the owner (Release: publishes the
+    /// slot and the task's contents); others load it with Acquire.
+    tail: AtomicU32,
+    /// The slots. Atomic because a thief may read a slot while the owner rewrites it (the thief
+    /// then loses its CAS and discards what it read).
+    buffer: [AtomicPtr<Task>; CAPACITY as usize],
+}
+
+impl core::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ring")
+            .field("head", &self.head.load(Ordering::Relaxed))
+            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a successful steal returns: one task to run now, and how many more it queued in the
+/// thief's ring (non-zero means the thief should notify, design text 002 "Season 1 pt. 3").
+#[derive(Debug)]
+pub(crate) struct Stolen {
+    pub(crate) task: NonNull<Task>,
+    pub(crate) queued: u32,
+}
+
+impl Ring {
+    pub(crate) fn new() -> Self {
+        Self {
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            buffer: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }
+    }
+
+    /// The owner's view of `tail`: only the owner stores it, so a Relaxed load reads the
+    /// owner's own last store.
+    ///
+    /// # Safety
+    /// Called by the owning worker only.
+    #[inline]
+    unsafe fn owner_tail(&self) -> u32 {
+        self.tail.load(Ordering::Relaxed)
+    }
+
+    /// Approximate number of queued tasks (exact when called by the owner with no thief active).
+    #[inline]
+    pub(crate) fn len(&self) -> u32 {
+        let head = self.head.load(Ordering::Acquire);
+        let tail = self.tail.load(Ordering::Acquire);
+        tail.wrapping_sub(head).min(CAPACITY)
+    }
+
+    /// Whether the ring looks empty (a hint for thieves; may be stale).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pushes a task at the tail; on a full ring, moves half of the ring plus `task` into the
+    /// returned batch, which the caller must hand to the injector.
+    ///
+    /// # Safety
+    /// Called by the owning worker only; `task` is exclusively the caller's (submission contract).
+    #[inline]
+    pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
+        // SAFETY: we are the owner (caller's contract).
+        let tail = unsafe { self.owner_tail() };
+        loop {
+            // Acquire pairs with the thieves' AcqRel CAS on `head`: their reads of the slots we
+            // are about to reuse happen before our store below.
+            let head = self.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(head) < CAPACITY {
+                self.buffer[(tail & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
+                // Release: publishes the slot and the task's contents to thieves.
+                self.tail.store(tail.wrapping_add(1), Ordering::Release);
+                return Ok(());
+            }
+            // Full: claim half for the injector. If a thief moved `head` meanwhile, there is
+            // room again and the loop pushes normally.
+            if let Some(mut batch) = self.claim_half(head, tail) {
+                // SAFETY: `task` is exclusively ours and in no other list.
+                unsafe { batch.push(task) };
+                return Err(batch);
+            }
+        }
+    }
+
+    /// Owner only: claims `CAPACITY / 2` tasks from a full ring (`tail - head == CAPACITY`).
+    #[cold]
+    fn claim_half(&self, head: u32, _tail: u32) -> Option<Batch> {
+        let take = CAPACITY / 2;
+        // Acquire: as in `push`, thieves' slot reads of this range are done before we reuse it.
+        if self
+            .head
+            .compare_exchange(head, head.wrapping_add(take), Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        let mut batch = Batch::new();
+        for i in 0..take {
+            let slot = &self.buffer[(head.wrapping_add(i) & MASK) as usize];
+            // The claimed slots are ours now: no thief can validate a read of them any more,
+            // and only we write slots.
+            let task = NonNull::new(slot.load(Ordering::Relaxed)).expect("queued slot is null");
+            // SAFETY: claimed above; the task is ours to link.
+            unsafe { batch.push(task) };
+        }
+        Some(batch)
+    }
+
+    /// Pops the oldest task.
+    ///
+    /// # Safety
+    /// Called by the owning worker only.
+    #[inline]
+    pub(crate) unsafe fn pop(&self) -> Option<NonNull<Task>> {
+        // SAFETY: we are the owner.
+        let tail = unsafe { self.owner_tail() };
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            if head == tail {
+                return None;
+            }
+            // Our own earlier store (or a slot we filled when stealing): no race with a writer,
+            // only with thieves reading, and the CAS below decides who gets it.
+            let task = self.buffer[(head & MASK) as usize].load(Ordering::Relaxed);
+            match self.head.compare_exchange_weak(
+                head,
+                head.wrapping_add(1),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return NonNull::new(task),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Steals half (rounded up) of this ring into `dst`, the thief's own ring, and returns one
+    /// of the stolen tasks to run at once.
+    ///
+    /// # Safety
+    /// The caller is the owner of `dst` (and `dst` is not `self`).
+    pub(crate) unsafe fn steal_into(&self, dst: &Ring) -> Option<Stolen> {
+        debug_assert!(!ptr::eq(self, dst));
+        // SAFETY: the caller owns `dst`.
+        let dst_tail = unsafe { dst.owner_tail() };
+        let dst_free = CAPACITY - dst.len();
+        loop {
+            // Acquire on both: `tail` pairs with the owner's Release store (slots and tasks
+            // visible); `head` pairs with other thieves' CAS.
+            let head = self.head.load(Ordering::Acquire);
+            let tail = self.tail.load(Ordering::Acquire);
+            let queued = tail.wrapping_sub(head);
+            if queued == 0 {
+                return None;
+            }
+            if queued > CAPACITY {
+                // `head` and `tail` read at different moments, the owner refilled in between.
+                spin_hint();
+                continue;
+            }
+            let take = (queued - queued / 2).min(dst_free);
+            if take == 0 {
+                return None;
+            }
+            for i in 0..take {
+                let task = self.buffer[(head.wrapping_add(i) & MASK) as usize].load(Ordering::Relaxed);
+                // Beyond our published tail: invisible to our own thieves until the Release
+                // store below; a stale thief of ours that reads it fails its CAS.
+                dst.buffer[(dst_tail.wrapping_add(i) & MASK) as usize].store(task, Ordering::Relaxed);
+            }
+            // AcqRel: Acquire orders the slot reads above before any reuse by the owner (who
+            // loads `head` with Acquire); Release lets the next thief see our claim.
+            if self
+                .head
+                .compare_exchange(head, head.wrapping_add(take), Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                spin_hint();
+                continue;
+            }
+            // Keep the last stolen task to run now, publish the rest.
+            let last = dst_tail.wrapping_add(take - 1);
+            let task = dst.buffer[(last & MASK) as usize].load(Ordering::Relaxed);
+            if take > 1 {
+                dst.tail.store(last, Ordering::Release);
+            }
+            let task = NonNull::new(task).expect("stolen slot is null");
+            return Some(Stolen { task, queued: take - 1 });
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    unsafe extern "C" fn noop(_: *mut Task) {}
+
+    fn tasks(n: usize) -> Vec<Task> {
+        (0..n).map(|_| Task::new(noop)).collect()
+    }
+
+    #[test]
+    fn push_pop_fifo() {
+        let ring = Ring::new();
+        let mut ts = tasks(10);
+        for t in ts.iter_mut() {
+            // SAFETY: single-threaded test; we are the owner.
+            unsafe { ring.push(t.into()).unwrap() };
+        }
+        assert_eq!(ring.len(), 10);
+        for t in ts.iter_mut() {
+            // SAFETY: as above.
+            assert_eq!(unsafe { ring.pop() }, Some(NonNull::from(t)));
+        }
+        // SAFETY: as above.
+        assert!(unsafe { ring.pop() }.is_none());
+    }
+
+    #[test]
+    fn overflow_moves_half_plus_one() {
+        let ring = Ring::new();
+        let mut ts = tasks(CAPACITY as usize + 1);
+        let (last, first) = ts.split_last_mut().unwrap();
+        for t in first.iter_mut() {
+            // SAFETY: owner, single thread.
+            unsafe { ring.push(t.into()).unwrap() };
+        }
+        // SAFETY: owner, single thread.
+        let mut batch = unsafe { ring.push(last.into()) }.unwrap_err();
+        assert_eq!(batch.len(), CAPACITY as usize / 2 + 1);
+        assert_eq!(ring.len(), CAPACITY / 2);
+        // The batch holds the oldest half in order, then the new task.
+        for t in first[..CAPACITY as usize / 2].iter_mut() {
+            assert_eq!(batch.pop(), Some(NonNull::from(t)));
+        }
+        assert_eq!(batch.pop(), Some(NonNull::from(last)));
+    }
+
+    #[test]
+    fn steal_half_rounds_up_and_wraps() {
+        let victim = Ring::new();
+        let thief = Ring::new();
+        let mut ts = tasks(CAPACITY as usize * 3);
+        let mut next = 0;
+        let mut expected = std::collections::VecDeque::new();
+        // Push, pop and steal around the ring a few times so the indices wrap the buffer.
+        for round in 0..20 {
+            for _ in 0..(7 + round % 5) {
+                let len = ts.len();
+                let t = NonNull::from(&mut ts[next % len]);
+                next += 1;
+                // SAFETY: owner of `victim`; each task is in one ring at a time (we consume it below).
+                unsafe { victim.push(t).unwrap() };
+                expected.push_back(t);
+            }
+            let queued = victim.len();
+            // SAFETY: we own `thief`.
+            let stolen = unsafe { victim.steal_into(&thief) }.unwrap();
+            let take = queued - queued / 2;
+            assert_eq!(stolen.queued, take - 1);
+            let mut got = Vec::new();
+            // SAFETY: owner of `thief`.
+            while let Some(t) = unsafe { thief.pop() } {
+                got.push(t);
+            }
+            got.push(stolen.task);
+            let want: Vec<_> = expected.drain(..take as usize).collect();
+            assert_eq!(got, want);
+            // SAFETY: owner of `victim`.
+            while let Some(t) = unsafe { victim.pop() } {
+                assert_eq!(Some(t), expected.pop_front());
+            }
+        }
+    }
+
+    #[test]
+    fn steal_from_empty() {
+        let victim = Ring::new();
+        let thief = Ring::new();
+        // SAFETY: we own `thief`.
+        assert!(unsafe { victim.steal_into(&thief) }.is_none());
+    }
+}

@@ -1,0 +1,426 @@
+//! The thread pool: [`ThreadPool`], its [`Config`] and [`Error`].
+//!
+//! Design text 002 end to end. The pool owns the injector, the `Sync` word, the list of
+//! workers and the platform ([`Spawner`]). Threads start lazily: the first submit starts the
+//! first thread, and each notify may start one more while none is idle, up to `max_threads`.
+//! The sleep/wake protocol is in [`sleep`] and argued in `scheduler/README.md`; the worker loop
+//! in [`worker`].
+//!
+//! # Shutdown
+//! [`ThreadPool::shutdown`] (also run by `Drop`):
+//! 1. closes the injector: from here on, submits from outside the pool's threads fail with
+//!    [`Error::Shutdown`]; every submit that returned `Ok` before is in the queue;
+//! 2. moves `Sync` to `Shutdown` and unparks every worker;
+//! 3. workers run everything still queued (tasks running on them may still submit to their own
+//!    queues: that work is part of what was queued), then exit; the last one out wakes us;
+//! 4. joins every thread through the spawner;
+//! 5. runs, on the calling thread, anything left in the injector — possible only if no thread
+//!    could ever be started — so no accepted task is dropped.
+
+pub(crate) mod sleep;
+pub(crate) mod worker;
+
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use crate::platform::Spawner;
+use crate::queue::injector::Injector;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync_word::{State, Sync, MAX_THREADS};
+use crate::task::{Batch, Task};
+use worker::Worker;
+
+/// How to build a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Most threads the pool starts; 0 means the platform's available parallelism. At most
+    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    pub max_threads: usize,
+    /// Stack size of each thread in bytes; 0 means the platform default.
+    pub stack_size: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { max_threads: 0, stack_size: 0 }
+    }
+}
+
+/// Why a pool operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration value is out of range (or, at the C boundary, a pointer is NULL).
+    InvalidArgument,
+    /// The pool is shutting down or shut down; the work was not accepted.
+    Shutdown,
+    /// The pool has no thread and could not start one; the work was not accepted.
+    Spawn,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::InvalidArgument => "invalid argument",
+            Error::Shutdown => "the pool is shut down",
+            Error::Spawn => "no thread could be started",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
+
+/// Counters kept by the pool (Relaxed; approximate while the pool runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Threads started and not yet exited.
+    pub threads: usize,
+    /// Threads counted idle (asleep or about to sleep).
+    pub idle_threads: usize,
+    /// Successful steals from another worker's ring.
+    pub steals: usize,
+    /// Times a worker went to sleep.
+    pub parks: usize,
+    /// Thread starts that failed.
+    pub spawn_failures: usize,
+}
+
+/// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
+pub(crate) struct Inner<S: Spawner> {
+    /// The packed `Sync` word (see `sync_word`). Padded: every notify reads it.
+    sync: CachePadded<AtomicU32>,
+    /// External submissions and ring overflow.
+    pub(crate) injector: Injector,
+    /// Push-only intrusive list of workers (newest first).
+    workers: AtomicPtr<Worker<S>>,
+    /// Worker by index, for `wake_one`.
+    worker_table: Box<[AtomicPtr<Worker<S>>]>,
+    /// One bit per worker index: set while the worker is parking.
+    idle_map: Box<[AtomicUsize]>,
+    /// Next worker index to hand out.
+    next_index: AtomicUsize,
+    max_threads: u32,
+    stack_size: usize,
+    /// The thread in `shutdown` sleeps on this until the last worker leaves.
+    join_parker: S::Parker,
+    /// Set by the first `shutdown` call.
+    shutdown_claimed: AtomicBool,
+    stats_steals: AtomicUsize,
+    stats_parks: AtomicUsize,
+    stats_spawn_failed: AtomicUsize,
+    pub(crate) spawner: S,
+}
+
+impl<S: Spawner> Drop for Inner<S> {
+    fn drop(&mut self) {
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while !worker.is_null() {
+            // SAFETY: every thread is joined (drop runs after shutdown), so nothing else
+            // references the workers; each was leaked from a Box in `register`.
+            let boxed = unsafe { Box::from_raw(worker) };
+            worker = boxed.next;
+        }
+    }
+}
+
+/// A work-stealing thread pool, generic over its platform.
+///
+/// With the `std` feature, `ThreadPool::new(config)` builds one on OS threads; on any platform,
+/// [`ThreadPool::with_spawner`] builds one on the host's [`Spawner`].
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, ThreadPool};
+/// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+///
+/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let hits = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..100 {
+///     let hits = hits.clone();
+///     pool.spawn(move || { hits.fetch_add(1, Ordering::Relaxed); }).unwrap();
+/// }
+/// pool.shutdown().unwrap(); // runs what was queued, joins the threads
+/// assert_eq!(hits.load(Ordering::Relaxed), 100);
+/// # }
+/// ```
+pub struct ThreadPool<S: Spawner> {
+    inner: NonNull<Inner<S>>,
+}
+
+// SAFETY: the handle is a pointer to state designed for sharing (atomics, and a Spawner that is
+// Send + Sync).
+unsafe impl<S: Spawner> Send for ThreadPool<S> {}
+// SAFETY: as above; every method takes &self and is thread-safe.
+unsafe impl<S: Spawner> core::marker::Sync for ThreadPool<S> {}
+
+impl<S: Spawner> fmt::Debug for ThreadPool<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner();
+        f.debug_struct("ThreadPool")
+            .field("sync", &inner.load_sync(Ordering::Relaxed))
+            .field("max_threads", &inner.max_threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Builds a pool on the given platform. No thread starts until the first submit.
+    ///
+    /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
+    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
+        let max_threads = match config.max_threads {
+            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
+            n if n <= MAX_THREADS => n,
+            _ => return Err(Error::InvalidArgument),
+        };
+        let words = max_threads.div_ceil(usize::BITS as usize);
+        let inner = Box::new(Inner {
+            sync: CachePadded(AtomicU32::new(Sync::default().0)),
+            injector: Injector::new(),
+            workers: AtomicPtr::new(ptr::null_mut()),
+            worker_table: (0..max_threads).map(|_| AtomicPtr::new(ptr::null_mut())).collect::<Vec<_>>().into_boxed_slice(),
+            idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
+            next_index: AtomicUsize::new(0),
+            max_threads: max_threads as u32,
+            stack_size: config.stack_size,
+            join_parker: spawner.new_parker(),
+            shutdown_claimed: AtomicBool::new(false),
+            stats_steals: AtomicUsize::new(0),
+            stats_parks: AtomicUsize::new(0),
+            stats_spawn_failed: AtomicUsize::new(0),
+            spawner,
+        });
+        Ok(Self { inner: NonNull::from(Box::leak(inner)) })
+    }
+
+    #[inline]
+    fn inner(&self) -> &Inner<S> {
+        // SAFETY: `inner` is valid for the handle's whole life (freed in Drop).
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// The most threads this pool will start.
+    pub fn max_threads(&self) -> usize {
+        self.inner().max_threads as usize
+    }
+
+    /// The platform this pool runs on.
+    pub fn spawner(&self) -> &S {
+        &self.inner().spawner
+    }
+
+    /// A snapshot of the pool's counters.
+    pub fn stats(&self) -> Stats {
+        let inner = self.inner();
+        let s = inner.load_sync(Ordering::Relaxed);
+        Stats {
+            threads: s.spawned() as usize,
+            idle_threads: s.idle() as usize,
+            steals: inner.stats_steals.load(Ordering::Relaxed),
+            parks: inner.stats_parks.load(Ordering::Relaxed),
+            spawn_failures: inner.stats_spawn_failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// This thread's worker, if this thread is one of this pool's workers.
+    #[inline]
+    fn current_worker(&self) -> Option<&Worker<S>> {
+        let inner = self.inner();
+        let worker = inner.spawner.current_worker();
+        if worker.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null current worker was stored by some pool's `worker_main` on this
+        // thread (Spawner contract) and lives until that pool is dropped, which cannot happen
+        // while this thread runs in it. Every `Worker<_>` is repr(C) with `pool` first, so
+        // reading that field is valid whatever its spawner type.
+        let pool = unsafe { *worker.cast::<*const ()>() };
+        if pool != ptr::from_ref(inner).cast::<()>() {
+            return None;
+        }
+        // SAFETY: same pool, so the worker's type is `Worker<S>`.
+        Some(unsafe { &*worker.cast::<Worker<S>>() })
+    }
+
+    /// Submits one task.
+    ///
+    /// From one of this pool's threads, the task goes to that thread's own queue (no shared
+    /// write on the fast path); from any other thread, to the pool's injector.
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] after `shutdown` began (from outside the pool's threads),
+    /// [`Error::Spawn`] if the pool has no thread and cannot start one. On error the task was
+    /// not queued and is still the caller's.
+    ///
+    /// # Safety
+    /// `task` points to a valid [`Task`] with a callback, not currently queued anywhere, that
+    /// stays valid and unmoved until its callback has started (see [`Task`]).
+    #[inline]
+    pub unsafe fn submit(&self, task: NonNull<Task>) -> Result<(), Error> {
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_batch(Batch::from(task)) }
+    }
+
+    /// Submits a batch of tasks with one queue operation (from outside) or one notification
+    /// (from a worker).
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit); on error no task of the batch was queued.
+    ///
+    /// # Safety
+    /// Every task of the batch meets [`submit`](Self::submit)'s contract.
+    pub unsafe fn submit_batch(&self, mut batch: Batch) -> Result<(), Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let inner = self.inner();
+        if let Some(worker) = self.current_worker() {
+            while let Some(task) = batch.pop() {
+                // SAFETY: `worker` is this thread's own worker.
+                if let Err(overflow) = unsafe { worker.ring.push(task) } {
+                    // Internal push: accepted even while shutting down (part of queued work).
+                    let _ = inner.injector.push(overflow, false);
+                }
+            }
+            inner.notify(false);
+            return Ok(());
+        }
+        if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+            self.start_first_thread()?;
+        }
+        inner.injector.push(batch, true).map_err(|_| Error::Shutdown)?;
+        inner.notify(false);
+        Ok(())
+    }
+
+    /// The pool has no thread: start one before accepting work, so a pool that can never run
+    /// anything says so instead of queueing silently.
+    #[cold]
+    fn start_first_thread(&self) -> Result<(), Error> {
+        let inner = self.inner();
+        if inner.injector.is_closed() {
+            return Err(Error::Shutdown);
+        }
+        inner.notify(false);
+        let s = inner.load_sync(Ordering::Acquire);
+        if s.state() == State::Shutdown {
+            return Err(Error::Shutdown);
+        }
+        if s.spawned() == 0 {
+            return Err(Error::Spawn);
+        }
+        Ok(())
+    }
+
+    /// Stops accepting external work, runs everything already queued, and joins every thread.
+    /// See the [module docs](self) for the exact order.
+    ///
+    /// Must not be called from one of the pool's own threads (it would wait for itself):
+    /// that returns [`Error::InvalidArgument`].
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] if the pool was already shut down (or is being shut down by
+    /// another thread); [`Error::InvalidArgument`] from inside the pool.
+    pub fn shutdown(&self) -> Result<(), Error> {
+        if self.current_worker().is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let inner = self.inner();
+        if inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
+            return Err(Error::Shutdown);
+        }
+        inner.injector.close();
+        inner.begin_shutdown();
+        inner.wait_for_threads();
+        inner.spawner.join_all();
+        // Left-overs exist only if no thread could ever run them: run them here.
+        while let Some(mut consumer) = inner.injector.try_lock() {
+            let Some(task) = consumer.pop() else { break };
+            drop(consumer);
+            // SAFETY: dequeued, so this is its one run.
+            unsafe { Task::run(task) };
+        }
+        Ok(())
+    }
+
+    /// Gives up the handle without shutting down, for the C layer (`struct pool *`).
+    pub(crate) fn into_raw(self) -> *mut () {
+        let ptr = self.inner.as_ptr().cast::<()>();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// Rebuilds a handle from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` of a pool with this `S`, and no other handle to it exists.
+    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
+    }
+
+    /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
+    pub(crate) unsafe fn borrow_raw<'a>(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
+        // SAFETY: the caller's contract.
+        core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
+    }
+}
+
+impl<S: Spawner> Drop for ThreadPool<S> {
+    /// Shuts the pool down (if not done yet), joins its threads and frees it.
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+        // SAFETY: every thread is joined (shutdown is complete, or it was done by an earlier
+        // call that returned), so we hold the only reference; `inner` came from Box::leak.
+        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Runs a closure on the pool. Convenience for Rust callers: allocates one box per call
+    /// (the intrusive [`submit`](Self::submit) allocates nothing).
+    ///
+    /// With `std`, a panic in the closure is caught and counted, and the pool keeps running
+    /// (see [`Stats`]); without `std` a panic aborts (the callback is `extern "C"`).
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
+        let job = Box::new(ClosureTask { task: Task::new(ClosureTask::<F>::run), f: Some(f) });
+        let task = NonNull::from(&Box::leak(job).task);
+        // SAFETY: the box stays alive until its callback runs and frees it.
+        match unsafe { self.submit(task) } {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // SAFETY: not queued, so still ours: free it.
+                drop(unsafe { Box::from_raw(task.as_ptr().cast::<ClosureTask<F>>()) });
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A boxed closure with its task header first.
+#[repr(C)]
+struct ClosureTask<F> {
+    task: Task,
+    f: Option<F>,
+}
+
+impl<F: FnOnce() + Send + 'static> ClosureTask<F> {
+    unsafe extern "C" fn run(task: *mut Task) {
+        // SAFETY: `task` is the first field of a leaked `Box<ClosureTask<F>>` (repr(C)).
+        let mut job = unsafe { Box::from_raw(task.cast::<ClosureTask<F>>()) };
+        let f = job.f.take();
+        drop(job);
+        if let Some(f) = f {
+            crate::panic::run_catching(f);
+        }
+    }
+}

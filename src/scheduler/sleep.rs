@@ -1,0 +1,249 @@
+//! The sleep/wake protocol on the `Sync` word: `notify`, `wait`, `park`, and shutdown's
+//! hand-shake. Design text 002 "Counter/Sync Algorithm", made concrete; the full argument for
+//! why no wake-up is lost and no herd forms is in `scheduler/README.md`.
+//!
+//! Summary of the rules:
+//! * **Throttle**: a notify wakes (or spawns) a thread only when the state is `Pending`, or when
+//!   the caller is the waking thread handing its right on. So at most one thread is being woken
+//!   at a time and one submit wakes at most one thread.
+//! * **Never lose a notify**: every notify sets `notified`. A thread about to sleep first
+//!   consumes `notified` if set and searches again instead.
+//! * **Dekker between parking and notifying**: a parking worker sets its bit in the idle map,
+//!   then (SeqCst fence) re-reads `Sync`; a notifier updates `Sync`, then (SeqCst fence) reads
+//!   the idle map. At least one of them sees the other: either the worker sees `notified` and
+//!   does not sleep, or the notifier sees the bit and unparks it.
+
+use core::ptr::NonNull;
+
+use super::worker::Worker;
+use super::Inner;
+use crate::platform::{Parker, Spawner};
+use crate::sync::{fence, Ordering};
+use crate::sync_word::{State, Sync};
+
+/// `wait` found the pool shutting down.
+#[derive(Debug)]
+pub(crate) struct ShutdownSeen;
+
+const WORD_BITS: usize = usize::BITS as usize;
+
+impl<S: Spawner> Inner<S> {
+    #[inline]
+    pub(crate) fn load_sync(&self, order: Ordering) -> Sync {
+        Sync(self.sync.load(order))
+    }
+
+    /// Tells the pool there is new work. `is_waking`: the caller is the waking thread and hands
+    /// its right to wake on (or gives it up if nobody can be woken).
+    #[inline]
+    pub(crate) fn notify(&self, is_waking: bool) {
+        let mut s = self.load_sync(Ordering::Relaxed);
+        loop {
+            if s.state() == State::Shutdown {
+                return;
+            }
+            let can_wake = is_waking || s.state() == State::Pending;
+            let mut new = s.with_notified(true);
+            let action = if can_wake && s.idle() > 0 {
+                new = new.with_state(State::Signaled);
+                Wake::Unpark
+            } else if can_wake && s.spawned() < self.max_threads {
+                new = new.with_state(State::Signaled).inc_spawned();
+                Wake::Spawn
+            } else if is_waking {
+                // Nobody to wake: give the waking right back.
+                new = new.with_state(State::Pending);
+                Wake::Nothing
+            } else if s.notified() {
+                // The fast path of a busy pool: already notified, nothing to wake.
+                return;
+            } else {
+                Wake::Nothing
+            };
+            // Release: the work pushed before this notify is visible to the thread that
+            // consumes the notification (its CAS in `wait` is Acquire).
+            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    match action {
+                        Wake::Unpark => self.wake_one(),
+                        Wake::Spawn => self.spawn_worker(),
+                        Wake::Nothing => {}
+                    }
+                    return;
+                }
+                Err(actual) => s = Sync(actual),
+            }
+        }
+    }
+
+    /// Unparks one worker whose bit is set in the idle map (see the module's Dekker note).
+    #[cold]
+    fn wake_one(&self) {
+        // Pairs with the fence in `park`: our `Sync` update above vs. its idle-map bit.
+        fence(Ordering::SeqCst);
+        for (word_index, word) in self.idle_map.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                let mask = 1usize << bit;
+                let prev = word.fetch_and(!mask, Ordering::Acquire);
+                if prev & mask != 0 {
+                    let worker = self.worker_at(word_index * WORD_BITS + bit);
+                    if let Some(worker) = worker {
+                        // SAFETY: workers live until the pool is dropped (after every thread
+                        // is joined), so the pointer from the table is valid.
+                        unsafe { worker.as_ref() }.parker.unpark();
+                    }
+                    return;
+                }
+                bits = prev & !mask;
+            }
+        }
+        // No bit set: the worker counted in `idle` has not reached `park` yet and will see
+        // `notified` there.
+    }
+
+    #[inline]
+    pub(crate) fn worker_at(&self, index: usize) -> Option<NonNull<Worker<S>>> {
+        NonNull::new(self.worker_table.get(index)?.load(Ordering::Acquire))
+    }
+
+    /// Starts one more thread; on failure, undoes the `spawned` increment and the signal.
+    #[cold]
+    fn spawn_worker(&self) {
+        if self.spawner.spawn(self.thread_start(), self.stack_size).is_ok() {
+            return;
+        }
+        self.stats_spawn_failed.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.load_sync(Ordering::Relaxed);
+        loop {
+            let mut new = s.dec_spawned();
+            // Our signal is still unconsumed (no thread exists to consume it): withdraw it
+            // so the next notify can try again.
+            if s.state() == State::Signaled {
+                new = new.with_state(State::Pending);
+            }
+            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => s = Sync(actual),
+            }
+        }
+        if s.state() == State::Shutdown && s.spawned() == 1 {
+            self.join_parker.unpark();
+        }
+    }
+
+    /// Called by a worker that found no work. Returns whether it is (now) the waking thread,
+    /// after a notification woke it; or that the pool is shutting down.
+    pub(crate) fn wait(&self, me: &Worker<S>, mut is_waking: bool) -> Result<bool, ShutdownSeen> {
+        let mut is_idle = false;
+        let mut s = self.load_sync(Ordering::Relaxed);
+        loop {
+            if s.state() == State::Shutdown {
+                return Err(ShutdownSeen);
+            }
+            if s.notified() || !is_idle {
+                let mut new = s.with_notified(false);
+                if s.notified() {
+                    // Consume the notification: search again instead of sleeping.
+                    if s.state() == State::Signaled {
+                        new = new.with_state(State::Waking);
+                    }
+                    if is_idle {
+                        new = new.dec_idle();
+                    }
+                } else {
+                    // Go idle; a waking thread that found nothing gives its right back.
+                    new = new.inc_idle();
+                    if is_waking {
+                        new = new.with_state(State::Pending);
+                    }
+                }
+                // Acquire pairs with notify's Release: the notified work is visible.
+                match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        if s.notified() {
+                            return Ok(is_waking || s.state() == State::Signaled);
+                        }
+                        is_waking = false;
+                        is_idle = true;
+                        s = new;
+                        continue;
+                    }
+                    Err(actual) => {
+                        s = Sync(actual);
+                        continue;
+                    }
+                }
+            }
+            self.park(me);
+            s = self.load_sync(Ordering::Relaxed);
+        }
+    }
+
+    /// Sleeps until unparked, unless a notification or shutdown arrived meanwhile.
+    fn park(&self, me: &Worker<S>) {
+        let word = &self.idle_map[me.index / WORD_BITS];
+        let mask = 1usize << (me.index % WORD_BITS);
+        word.fetch_or(mask, Ordering::Relaxed);
+        // Pairs with the fence in `wake_one`: either we see its `notified`, or it sees our bit.
+        fence(Ordering::SeqCst);
+        let s = self.load_sync(Ordering::Relaxed);
+        if !s.notified() && s.state() != State::Shutdown {
+            self.stats_parks.fetch_add(1, Ordering::Relaxed);
+            me.parker.park();
+        }
+        // Woken by `wake_one` (bit already clear), by shutdown, or spuriously: leave the map
+        // either way; `wait` re-reads `Sync` and comes back here if it has to.
+        word.fetch_and(!mask, Ordering::Relaxed);
+    }
+
+    /// A worker leaves for good. The last one out during shutdown wakes the joiner.
+    pub(crate) fn unregister_thread(&self) {
+        // AcqRel: Release makes this thread's work visible to the joiner; Acquire orders us
+        // after the shutdown transition we are reacting to.
+        let s = Sync(self.sync.fetch_sub(Sync::ONE_SPAWNED, Ordering::AcqRel));
+        debug_assert!(s.spawned() > 0);
+        if s.state() == State::Shutdown && s.spawned() == 1 {
+            self.join_parker.unpark();
+        }
+    }
+
+    /// Moves `Sync` to `Shutdown` and wakes every worker so it drains and exits.
+    pub(crate) fn begin_shutdown(&self) {
+        let mut s = self.load_sync(Ordering::Relaxed);
+        loop {
+            let new = s.with_state(State::Shutdown);
+            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => s = Sync(actual),
+            }
+        }
+        // Every registered worker gets a token; one still registering will read `Shutdown`
+        // in `wait` (its registration happened before its first `Sync` update).
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while let Some(w) = NonNull::new(worker) {
+            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
+            let w = unsafe { w.as_ref() };
+            w.parker.unpark();
+            worker = w.next;
+        }
+    }
+
+    /// Blocks until every started thread has unregistered.
+    pub(crate) fn wait_for_threads(&self) {
+        loop {
+            // Acquire pairs with `unregister_thread`'s Release.
+            if self.load_sync(Ordering::Acquire).spawned() == 0 {
+                return;
+            }
+            self.join_parker.park();
+        }
+    }
+}
+
+enum Wake {
+    Unpark,
+    Spawn,
+    Nothing,
+}

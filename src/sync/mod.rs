@@ -1,0 +1,73 @@
+//! The atomics shim: every atomic, `UnsafeCell` and spin hint in the crate comes from here.
+//!
+//! * `cfg(loom)`: loom's model-checked types, so `tests/loom_*.rs` can explore every interleaving.
+//! * otherwise: [`portable_atomic`], which is `core::sync::atomic` on targets that have the
+//!   instructions and an emulation (interrupt masking or `critical-section`) on targets without
+//!   compare-and-swap such as `thumbv6m-none-eabi` (see the crate features `single-core` and
+//!   `critical-section`).
+//!
+//! Loom's `UnsafeCell` hands out access through closures (`with`/`with_mut`) so it can track
+//! every access; the non-loom [`UnsafeCell`] here offers the same interface at zero cost, so the
+//! code using it reads the same under both.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
+#[cfg(not(loom))]
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
+
+pub(crate) use core::sync::atomic::Ordering;
+
+/// A spin-loop hint (loom: a yield point, so spinning models terminate).
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+}
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// `core::cell::UnsafeCell` with loom's closure-based access interface.
+#[cfg(not(loom))]
+#[derive(Debug)]
+#[repr(transparent)]
+#[allow(dead_code)] // used by the fork-join and async layers
+pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+#[allow(dead_code)]
+impl<T> UnsafeCell<T> {
+    #[inline]
+    pub(crate) const fn new(value: T) -> Self {
+        Self(core::cell::UnsafeCell::new(value))
+    }
+
+    /// Shared access through a raw pointer; the caller's closure upholds aliasing.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Exclusive access through a raw pointer; the caller's closure upholds aliasing.
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// Pads and aligns a value to 128 bytes (two 64-byte lines: adjacent-line prefetchers on x86
+/// pull pairs of lines), so the hot atomics of different owners never share a cache line.
+#[derive(Debug, Default)]
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(align(128)))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), repr(align(64)))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

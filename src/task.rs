@@ -1,0 +1,289 @@
+//! The intrusive unit of work: [`Task`] and the list of tasks scheduled together, [`Batch`].
+//!
+//! From design text 002: the pool never allocates or owns task memory. The host embeds a
+//! `Task` in its own struct, hands the pool a pointer to it, and the callback recovers the
+//! host struct from the task pointer (`container_of` in C, `@fieldParentPtr` in Zig,
+//! [`container_of!`](crate::container_of) in Rust). The pool links queued tasks through
+//! `next`, so a task can be in at most one queue at a time.
+//!
+//! # The contract on every task
+//! * Submitted once, it runs **exactly once**: its `callback` is called with the task pointer on
+//!   one of the pool's threads (or, if the pool could never start a thread, on the thread that
+//!   shuts the pool down).
+//! * The memory stays valid, unmoved, and is not submitted again until its callback has started.
+//!   From the moment the callback starts, the pool never touches the task again: the callback
+//!   may free it or submit it again.
+//! * `next` belongs to the pool while the task is queued.
+//!
+//! `Task` is `#[repr(C)]` and, outside loom, layout-identical to the C `struct task`
+//! (`{ struct task *next; void (*callback)(struct task *); }`), asserted below.
+
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use crate::sync::{AtomicPtr, Ordering};
+
+/// The callback a task runs: called exactly once with the pointer that was submitted.
+pub type Callback = unsafe extern "C" fn(task: *mut Task);
+
+/// An intrusive task header: embed it in your own struct and submit a pointer to it.
+///
+/// See the [module docs](self) for the contract (runs exactly once; memory valid until then).
+///
+/// ```
+/// use pool::{container_of, Task};
+///
+/// #[repr(C)]
+/// struct Job { value: u64, task: Task }
+///
+/// unsafe extern "C" fn run(task: *mut Task) {
+///     // SAFETY: every task with this callback is the `task` field of a `Job`.
+///     let job = unsafe { &mut *container_of!(task, Job, task) };
+///     job.value += 1;
+/// }
+///
+/// let mut job = Job { value: 41, task: Task::new(run) };
+/// // Calling the callback by hand, as a worker would:
+/// unsafe { (job.task.callback().unwrap())(&mut job.task) };
+/// assert_eq!(job.value, 42);
+/// ```
+#[repr(C)]
+pub struct Task {
+    /// Link to the next task while queued. Written by the pool only; atomic because the
+    /// injector's consumer reads it while a producer may be storing it (see `queue::injector`).
+    pub(crate) next: AtomicPtr<Task>,
+    /// Called once when the task runs. `None` is rejected at submission.
+    pub(crate) callback: Option<Callback>,
+}
+
+// SAFETY: a Task is only a link and a function pointer; the pool hands it between threads as a
+// pointer, and the host guarantees (by the submission contract) that its memory stays valid.
+unsafe impl Send for Task {}
+// SAFETY: shared access only reads `callback` and touches `next` atomically.
+unsafe impl Sync for Task {}
+
+impl Task {
+    /// A task that will call `callback` when it runs.
+    #[cfg(not(loom))]
+    pub const fn new(callback: Callback) -> Self {
+        Self { next: AtomicPtr::new(ptr::null_mut()), callback: Some(callback) }
+    }
+
+    /// A task that will call `callback` when it runs.
+    #[cfg(loom)]
+    pub fn new(callback: Callback) -> Self {
+        Self { next: AtomicPtr::new(ptr::null_mut()), callback: Some(callback) }
+    }
+
+    /// The callback, `None` if the task was built without one (the C layer allows that and
+    /// rejects such a task at submission).
+    pub fn callback(&self) -> Option<Callback> {
+        self.callback
+    }
+
+    /// Replaces the callback (for reusing a task struct; only while the task is not queued).
+    pub fn set_callback(&mut self, callback: Callback) {
+        self.callback = Some(callback);
+    }
+
+    /// Runs the task: calls its callback with its own pointer.
+    ///
+    /// # Safety
+    /// `task` points to a live task that has been dequeued, and is run at most once per
+    /// submission. After this call starts, the caller must not touch `*task` again.
+    #[inline]
+    pub(crate) unsafe fn run(task: NonNull<Task>) {
+        // SAFETY: the caller owns the dequeued task; reading the callback before the call is
+        // the last access the pool makes to the task's memory.
+        let callback = unsafe { (*task.as_ptr()).callback };
+        debug_assert!(callback.is_some(), "task without callback reached a worker");
+        if let Some(callback) = callback {
+            // SAFETY: the submission contract: the host's callback expects this pointer.
+            unsafe { callback(task.as_ptr()) }
+        }
+    }
+
+    /// Loads `next` (the pool's link) with the given ordering.
+    #[inline]
+    pub(crate) fn load_next(&self, order: Ordering) -> *mut Task {
+        self.next.load(order)
+    }
+
+    /// Stores `next` (the pool's link) with the given ordering.
+    #[inline]
+    pub(crate) fn store_next(&self, next: *mut Task, order: Ordering) {
+        self.next.store(next, order)
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("next", &self.next.load(Ordering::Relaxed))
+            .field("callback", &self.callback.map(|c| c as *const ()))
+            .finish()
+    }
+}
+
+/// Recovers a pointer to the struct that contains a field, from a pointer to that field.
+///
+/// `container_of!(ptr, Type, field)` where `ptr: *mut FieldType` points to `field` inside a
+/// `Type`. Computing the pointer is safe; dereferencing it is the caller's business.
+#[macro_export]
+macro_rules! container_of {
+    ($ptr:expr, $Container:ty, $field:ident) => {{
+        let field_ptr: *mut _ = $ptr;
+        field_ptr
+            .cast::<u8>()
+            .wrapping_sub(::core::mem::offset_of!($Container, $field))
+            .cast::<$Container>()
+    }};
+}
+
+/// An intrusive singly linked list of tasks, scheduled together with one queue operation.
+///
+/// Pushing appends, so a batch runs roughly in the order it was built. A batch does not own
+/// its tasks; dropping a non-empty batch forgets them (they never run), so submit it.
+///
+/// ```
+/// use pool::{Batch, Task};
+/// unsafe extern "C" fn noop(_: *mut Task) {}
+/// let mut tasks = [Task::new(noop), Task::new(noop)];
+/// let mut batch = Batch::new();
+/// for t in tasks.iter_mut() {
+///     // SAFETY: the tasks outlive the batch and are in no other list.
+///     unsafe { batch.push(t.into()) };
+/// }
+/// assert_eq!(batch.len(), 2);
+/// ```
+pub struct Batch {
+    pub(crate) head: Option<NonNull<Task>>,
+    pub(crate) tail: Option<NonNull<Task>>,
+    pub(crate) len: usize,
+}
+
+// SAFETY: a batch is a list of tasks, which are Send (see Task).
+unsafe impl Send for Batch {}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch").field("head", &self.head).field("len", &self.len).finish()
+    }
+}
+
+impl From<NonNull<Task>> for Batch {
+    fn from(task: NonNull<Task>) -> Self {
+        // SAFETY: `task` is exclusively the caller's to hand over (submission contract).
+        unsafe { task.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };
+        Self { head: Some(task), tail: Some(task), len: 1 }
+    }
+}
+
+impl Batch {
+    /// An empty batch.
+    pub const fn new() -> Self {
+        Self { head: None, tail: None, len: 0 }
+    }
+
+    /// Number of tasks in the batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends a task.
+    ///
+    /// # Safety
+    /// `task` is valid, in no other batch or queue, and stays valid until it has run.
+    #[inline]
+    pub unsafe fn push(&mut self, task: NonNull<Task>) {
+        // SAFETY: the caller hands the task over exclusively.
+        unsafe { task.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };
+        match self.tail {
+            // SAFETY: `tail` is a task of this batch, owned by it.
+            Some(tail) => unsafe { tail.as_ref().store_next(task.as_ptr(), Ordering::Relaxed) },
+            None => self.head = Some(task),
+        }
+        self.tail = Some(task);
+        self.len += 1;
+    }
+
+    /// Appends all of `other` after this batch's tasks.
+    pub fn append(&mut self, other: Batch) {
+        let Some(other_head) = other.head else { return };
+        match self.tail {
+            // SAFETY: `tail` is a task of this batch, owned by it.
+            Some(tail) => unsafe { tail.as_ref().store_next(other_head.as_ptr(), Ordering::Relaxed) },
+            None => self.head = Some(other_head),
+        }
+        self.tail = other.tail;
+        self.len += other.len;
+    }
+
+    /// Removes and returns the first task.
+    #[inline]
+    pub fn pop(&mut self) -> Option<NonNull<Task>> {
+        let task = self.head?;
+        // SAFETY: `task` is owned by this batch; its `next` is the batch's own link.
+        let next = unsafe { task.as_ref().load_next(Ordering::Relaxed) };
+        self.head = NonNull::new(next);
+        if self.head.is_none() {
+            self.tail = None;
+        }
+        self.len -= 1;
+        Some(task)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn noop(_: *mut Task) {}
+
+    #[test]
+    fn batch_push_pop_fifo() {
+        let mut tasks: [Task; 3] = [Task::new(noop), Task::new(noop), Task::new(noop)];
+        let ptrs: [NonNull<Task>; 3] = {
+            let [a, b, c] = &mut tasks;
+            [a.into(), b.into(), c.into()]
+        };
+        let mut batch = Batch::new();
+        for &t in &ptrs {
+            // SAFETY: the tasks outlive the batch and are in no other list.
+            unsafe { batch.push(t) };
+        }
+        let mut other = Batch::new();
+        other.append(batch);
+        assert_eq!(other.len(), 3);
+        for &t in &ptrs {
+            assert_eq!(other.pop(), Some(t));
+        }
+        assert!(other.pop().is_none());
+        assert!(other.is_empty());
+    }
+
+    #[test]
+    fn container_of_recovers_host() {
+        #[repr(C)]
+        struct Host {
+            a: u32,
+            task: Task,
+        }
+        let mut host = Host { a: 7, task: Task::new(noop) };
+        let recovered = container_of!(&mut host.task as *mut Task, Host, task);
+        assert_eq!(recovered, &mut host as *mut Host);
+        // SAFETY: `recovered` points to `host`, which is live.
+        assert_eq!(unsafe { (*recovered).a }, 7);
+    }
+}
