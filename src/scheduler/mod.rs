@@ -228,6 +228,11 @@ impl<S: Spawner> ThreadPool<S> {
         }
     }
 
+    /// Whether the calling thread is one of this pool's worker threads.
+    pub fn is_worker_thread(&self) -> bool {
+        self.current_worker().is_some()
+    }
+
     /// This thread's worker, if this thread is one of this pool's workers.
     #[inline]
     fn current_worker(&self) -> Option<&Worker<S>> {

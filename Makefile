@@ -1,0 +1,88 @@
+# pool: build, demo and test entry points. `make demo` and `make test` are the contract.
+#
+#   make            build libpool.a and include/pool.h
+#   make demo       build everything and run a real workload on the pool from C
+#   make test       every test: Rust, C, C++, loom, no_std builds, header freshness
+#   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
+
+CARGO   ?= cargo
+CC      ?= cc
+CXX     ?= c++
+BUILD   := build
+LIB     := target/release/libpool.a
+HEADER  := include/pool.h
+LDLIBS  := -lpthread -ldl -lm
+CFLAGS  ?= -O2 -g
+CWARN   := -Wall -Wextra -Werror -pedantic
+C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
+CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
+
+.PHONY: all lib header check-header demo test test-rust test-c test-loom test-nostd clean bench
+all: lib
+
+# The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
+# which breaks no_std cross builds). build.rs regenerates the header in the same build.
+lib: $(LIB)
+$(LIB): $(shell find src -name '*.rs') Cargo.toml build.rs cbindgen.toml
+	$(CARGO) rustc --release --lib --features capi --crate-type staticlib
+	@touch $(LIB)
+$(HEADER): $(LIB)
+header: $(LIB)
+
+# Fails when include/pool.h differs from what cbindgen generates now.
+check-header:
+	@mkdir -p $(BUILD)
+	POOL_HEADER_OUT=$(CURDIR)/$(BUILD)/pool.h.fresh $(CARGO) rustc --release --lib --features capi --crate-type staticlib
+	@diff -u $(HEADER) $(BUILD)/pool.h.fresh && echo "include/pool.h is up to date" \
+	  || (echo "include/pool.h is stale: run 'make header' and commit it"; exit 1)
+	@touch $(LIB)
+
+$(BUILD)/%: c_tests/%.c $(LIB) $(HEADER)
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 $(CFLAGS) $(CWARN) -Iinclude $< $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/%: c_tests/%.cpp $(LIB) $(HEADER)
+	@mkdir -p $(BUILD)
+	$(CXX) -std=c++17 $(CFLAGS) -Wall -Wextra -Werror -Iinclude $< $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/demo: examples/c/demo.c $(LIB) $(HEADER)
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 $(CWARN) -Iinclude $< $(LIB) $(LDLIBS) -o $@
+
+demo: $(BUILD)/demo
+	./$(BUILD)/demo
+
+# The header must also compile as plain C99 and as C++.
+$(BUILD)/header_c99.o: $(HEADER)
+	@mkdir -p $(BUILD)
+	printf '#include "pool.h"\nint pool_header_c99_check;\n' | $(CC) -std=c99 $(CWARN) -Iinclude -x c -c - -o $@
+$(BUILD)/header_cxx.o: $(HEADER)
+	@mkdir -p $(BUILD)
+	printf '#include "pool.h"\nint pool_header_cxx_check;\n' | $(CXX) -std=c++11 -Wall -Wextra -Werror -Iinclude -x c++ -c - -o $@
+
+test-c: $(C_TESTS) $(CXX_TESTS) $(BUILD)/header_c99.o $(BUILD)/header_cxx.o
+	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== $$t"; ./$$t; done
+
+test-rust:
+	$(CARGO) test --release
+	$(CARGO) test --release --no-default-features --lib
+	$(CARGO) test --release --features capi
+
+test-loom:
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
+
+NOSTD_TARGETS := thumbv7em-none-eabihf
+test-nostd:
+	@for t in $(NOSTD_TARGETS); do echo "== no_std $$t"; \
+	  $(CARGO) rustc --lib --crate-type rlib --no-default-features --target $$t || exit 1; done
+	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
+	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
+
+test: check-header test-rust test-c test-loom test-nostd
+
+bench:
+	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --markdown BENCHMARKS.md
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)
