@@ -58,6 +58,11 @@ mod os;
 #[cfg(feature = "capi")]
 pub mod capi;
 
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
 pub use scheduler::{Config, Error, Stats, ThreadPool};

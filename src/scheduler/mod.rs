@@ -355,6 +355,7 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Gives up the handle without shutting down, for the C layer (`struct pool *`).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) fn into_raw(self) -> *mut () {
         let ptr = self.inner.as_ptr().cast::<()>();
         core::mem::forget(self);
@@ -362,6 +363,7 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Rebuilds a handle from [`into_raw`](Self::into_raw).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     ///
     /// # Safety
     /// `ptr` came from `into_raw` of a pool with this `S`, and no other handle to it exists.
@@ -371,6 +373,7 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     ///
     /// # Safety
     /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
