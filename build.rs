@@ -1,11 +1,11 @@
-//! Regenerates `include/pool.h` from `src/capi.rs` with cbindgen when building for the host
+//! Regenerates `include/pool.h` from `src/capi/` with cbindgen when building for the host
 //! with the `capi` feature. The header is committed; `make check-header` fails when it is stale.
 
 use std::env;
 use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/capi.rs");
+    println!("cargo:rerun-if-changed=src/capi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rustc-check-cfg=cfg(loom)");
     if env::var_os("CARGO_FEATURE_CAPI").is_none() {
