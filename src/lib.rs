@@ -44,6 +44,7 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+mod latch;
 mod panic;
 mod platform;
 mod queue;
@@ -63,6 +64,7 @@ pub mod capi;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub use latch::{CountLatch, Signal};
 pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
 pub use scheduler::{Config, Error, Stats, ThreadPool};

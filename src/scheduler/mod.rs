@@ -26,7 +26,7 @@ use core::ptr::{self, NonNull};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::platform::Spawner;
+use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::sync_word::{State, Sync, MAX_THREADS};
@@ -287,11 +287,7 @@ impl<S: Spawner> ThreadPool<S> {
         let inner = self.inner();
         if let Some(worker) = self.current_worker() {
             while let Some(task) = batch.pop() {
-                // SAFETY: `worker` is this thread's own worker.
-                if let Err(overflow) = unsafe { worker.ring.push(task) } {
-                    // Internal push: accepted even while shutting down (part of queued work).
-                    let _ = inner.injector.push(overflow, false);
-                }
+                inner.push_ring(worker, task);
             }
             inner.notify(false);
             return Ok(());
@@ -302,6 +298,104 @@ impl<S: Spawner> ThreadPool<S> {
         inner.injector.push(batch, true).map_err(|_| Error::Shutdown)?;
         inner.notify(false);
         Ok(())
+    }
+
+    /// Submits a task to run next on this worker (its LIFO slot: cache-hot, design text 003),
+    /// when called from one of the pool's threads; from elsewhere, as [`submit`](Self::submit).
+    ///
+    /// The slot's previous task moves to the back of the worker's ring. At most
+    /// three LIFO tasks run in a row before the ring gets a turn, and an idle worker steals a
+    /// slot's task when its owner's ring is empty, so nothing is stranded behind a long task.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit).
+    #[inline]
+    pub unsafe fn submit_lifo(&self, task: NonNull<Task>) -> Result<(), Error> {
+        let inner = self.inner();
+        match self.current_worker() {
+            Some(worker) => {
+                inner.push_lifo(worker, task);
+                inner.notify(false);
+                Ok(())
+            }
+            // SAFETY: forwarded contract.
+            None => unsafe { self.submit(task) },
+        }
+    }
+
+    /// Waits until `signal` is set. On one of this pool's workers, runs other queued tasks
+    /// meanwhile (help-until-complete) and sleeps inside the pool's sleep protocol when there
+    /// are none, so new work still wakes it. On any other thread, parks (block-on).
+    ///
+    /// The signal may be set from any thread, once. See [`Signal`](crate::Signal).
+    pub fn wait_for(&self, signal: &crate::Signal) {
+        if signal.is_set() {
+            return;
+        }
+        match self.current_worker() {
+            Some(me) => self.help_until(me, signal),
+            None => {
+                let parker = self.inner().spawner.new_parker();
+                // SAFETY: we are the only waiter; `parker` lives until the signal is set
+                // (we return only after `spin_until_set`).
+                if unsafe { signal.register(crate::latch::Waiter::new(&parker)) } {
+                    while !signal.is_setting() {
+                        parker.park();
+                    }
+                }
+            }
+        }
+        signal.spin_until_set();
+    }
+
+    /// Waits until every unit added to `latch` is done (as [`wait_for`](Self::wait_for)).
+    /// Call once per latch, from the one thread that waits.
+    pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
+        self.wait_for(latch.close());
+    }
+
+    /// A worker waits for `signal`: run what there is, else sleep in the protocol.
+    fn help_until(&self, me: &Worker<S>, signal: &crate::Signal) {
+        use sleep::Waited;
+        let inner = self.inner();
+        // SAFETY: we are the only waiter; a worker's parker lives until the pool is dropped.
+        if !unsafe { signal.register(crate::latch::Waiter::new(&me.parker)) } {
+            return;
+        }
+        let done = || signal.is_setting();
+        let mut is_waking = false;
+        while !done() {
+            if let Some((task, pushed)) = inner.find_work(me) {
+                if is_waking || pushed {
+                    inner.notify(is_waking);
+                }
+                is_waking = false;
+                // SAFETY: dequeued, so this is its one run.
+                unsafe { Task::run(task) };
+                continue;
+            }
+            match inner.wait_or(me, is_waking, Some(&done)) {
+                Waited::Notified(waking) => is_waking = waking,
+                Waited::Done => return,
+                Waited::Shutdown => {
+                    // Draining: keep running what we find; the setter unparks us.
+                    while !done() {
+                        match inner.find_work(me) {
+                            // SAFETY: dequeued, so this is its one run.
+                            Some((task, _)) => unsafe { Task::run(task) },
+                            None => me.parker.park(),
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        if is_waking {
+            inner.notify(true);
+        }
     }
 
     /// The pool has no thread: start one before accepting work, so a pool that can never run

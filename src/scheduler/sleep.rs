@@ -25,6 +25,17 @@ use crate::sync_word::{State, Sync};
 #[derive(Debug)]
 pub(crate) struct ShutdownSeen;
 
+/// How `wait_or` ended.
+#[derive(Debug)]
+pub(crate) enum Waited {
+    /// A notification was consumed; search again (as the waking thread if true).
+    Notified(bool),
+    /// The waiter's condition became true.
+    Done,
+    /// The pool is shutting down.
+    Shutdown,
+}
+
 const WORD_BITS: usize = usize::BITS as usize;
 
 impl<S: Spawner> Inner<S> {
@@ -135,14 +146,28 @@ impl<S: Spawner> Inner<S> {
 
     /// Called by a worker that found no work. Returns whether it is (now) the waking thread,
     /// after a notification woke it; or that the pool is shutting down.
-    pub(crate) fn wait(&self, me: &Worker<S>, mut is_waking: bool) -> Result<bool, ShutdownSeen> {
+    #[inline]
+    pub(crate) fn wait(&self, me: &Worker<S>, is_waking: bool) -> Result<bool, ShutdownSeen> {
+        match self.wait_or(me, is_waking, None) {
+            Waited::Notified(waking) => Ok(waking),
+            Waited::Shutdown => Err(ShutdownSeen),
+            Waited::Done => unreachable!("no done condition given"),
+        }
+    }
+
+    /// `wait`, which also returns as soon as `done()` is true (for a worker that waits for a
+    /// latch or join handle while helping). The condition's setter must unpark `me.parker`
+    /// after making `done()` true.
+    pub(crate) fn wait_or(&self, me: &Worker<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
+        let is_done = || done.is_some_and(|d| d());
         let mut is_idle = false;
         let mut s = self.load_sync(Ordering::Relaxed);
         loop {
             if s.state() == State::Shutdown {
-                return Err(ShutdownSeen);
+                return Waited::Shutdown;
             }
-            if s.notified() || !is_idle {
+            let leaving = is_done();
+            if s.notified() || !is_idle || leaving {
                 let mut new = s.with_notified(false);
                 if s.notified() {
                     // Consume the notification: search again instead of sleeping.
@@ -151,6 +176,14 @@ impl<S: Spawner> Inner<S> {
                     }
                     if is_idle {
                         new = new.dec_idle();
+                    }
+                } else if leaving {
+                    // Done while nothing was notified: just leave (idle or not).
+                    if is_idle {
+                        new = new.dec_idle();
+                    }
+                    if is_waking {
+                        new = new.with_state(State::Pending);
                     }
                 } else {
                     // Go idle; a waking thread that found nothing gives its right back.
@@ -163,7 +196,17 @@ impl<S: Spawner> Inner<S> {
                 match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         if s.notified() {
-                            return Ok(is_waking || s.state() == State::Signaled);
+                            let waking = is_waking || s.state() == State::Signaled;
+                            if leaving {
+                                // We consumed a wake meant for searching but leave to run the
+                                // waiter's own code: hand the wake on.
+                                self.notify(waking);
+                                return Waited::Done;
+                            }
+                            return Waited::Notified(waking);
+                        }
+                        if leaving {
+                            return Waited::Done;
                         }
                         is_waking = false;
                         is_idle = true;
@@ -176,25 +219,26 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            self.park(me);
+            self.park(me, &is_done);
             s = self.load_sync(Ordering::Relaxed);
         }
     }
 
-    /// Sleeps until unparked, unless a notification or shutdown arrived meanwhile.
-    fn park(&self, me: &Worker<S>) {
+    /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
+    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) {
         let word = &self.idle_map[me.index / WORD_BITS];
         let mask = 1usize << (me.index % WORD_BITS);
         word.fetch_or(mask, Ordering::Relaxed);
         // Pairs with the fence in `wake_one`: either we see its `notified`, or it sees our bit.
         fence(Ordering::SeqCst);
         let s = self.load_sync(Ordering::Relaxed);
-        if !s.notified() && s.state() != State::Shutdown {
+        if !s.notified() && s.state() != State::Shutdown && !is_done() {
             self.stats_parks.fetch_add(1, Ordering::Relaxed);
             me.parker.park();
         }
-        // Woken by `wake_one` (bit already clear), by shutdown, or spuriously: leave the map
-        // either way; `wait` re-reads `Sync` and comes back here if it has to.
+        // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
+        // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
+        // if it has to.
         word.fetch_and(!mask, Ordering::Relaxed);
     }
 

@@ -1,9 +1,19 @@
 //! A worker thread: its state ([`Worker`]), its entry point, its run loop and the order in
-//! which it looks for work (design text 002, "dequeue"):
+//! which it looks for work (design text 002, "dequeue", with text 003's LIFO slot and
+//! injector interval):
 //!
-//! 1. its own ring (FIFO);
-//! 2. the pool's injector (try-lock; takes up to half a ring in one go);
-//! 3. every other worker's ring, starting with the next one in the list, stealing half.
+//! 0. every [`INJECTOR_INTERVAL`]th search starts at the injector, so work injected from
+//!    outside is not starved by a worker whose own queue never runs dry;
+//! 1. its LIFO slot (the newest task scheduled with [`ThreadPool::submit_lifo`], cache-hot),
+//!    at most [`MAX_LIFO_STREAK`] times in a row, after which the slot's task moves to the back
+//!    of the ring so the ring's older tasks run;
+//! 2. its own ring (FIFO);
+//! 3. the pool's injector (try-lock; takes up to half a ring in one go);
+//! 4. every other worker's ring, starting with the next one in the list, stealing half; and
+//!    when a victim's ring is empty, its LIFO slot (so a task parked in the slot of a worker
+//!    busy with a long task is never stranded).
+//!
+//! [`ThreadPool::submit_lifo`]: super::ThreadPool::submit_lifo
 //!
 //! A worker that finds work after taking more than one task (`pushed`), or while it is the
 //! waking thread, notifies before running it, so sleeping threads join in as work appears
@@ -23,8 +33,14 @@ use alloc::boxed::Box;
 use super::Inner;
 use crate::platform::{Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
-use crate::sync::Ordering;
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use crate::task::Task;
+
+/// Every this many searches, a worker looks at the injector before its own queues
+/// (tokio uses 61 as well: prime, so it does not beat with other periodic behaviour).
+pub(crate) const INJECTOR_INTERVAL: u32 = 61;
+/// Most LIFO-slot tasks run in a row before the ring gets a turn (text 003).
+pub(crate) const MAX_LIFO_STREAK: u32 = 3;
 
 /// One worker thread's state.
 ///
@@ -38,6 +54,12 @@ pub(crate) struct Worker<S: Spawner> {
     pub(crate) next: *mut Worker<S>,
     /// Position in the idle map and the worker table.
     pub(crate) index: usize,
+    /// The newest task scheduled LIFO on this worker; stealable when the ring is empty.
+    pub(crate) lifo: AtomicPtr<Task>,
+    /// Searches so far (owner-only: atomic only so `Worker` is `Sync`; Relaxed load/store).
+    tick: AtomicU32,
+    /// LIFO-slot tasks run in a row (owner-only, as `tick`).
+    lifo_streak: AtomicU32,
     /// The worker's own tasks.
     pub(crate) ring: Ring,
     /// The worker sleeps on this.
@@ -65,6 +87,9 @@ impl<S: Spawner> Inner<S> {
             pool: ptr::from_ref(self).cast::<()>(),
             next: ptr::null_mut(),
             index,
+            lifo: AtomicPtr::new(ptr::null_mut()),
+            tick: AtomicU32::new(0),
+            lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
             parker: self.spawner.new_parker(),
         });
@@ -114,15 +139,66 @@ impl<S: Spawner> Inner<S> {
         unsafe { Task::run(task) };
     }
 
-    /// Finds a task: own ring, injector, then steal. The bool says whether more tasks were
-    /// moved into our ring (so another thread may be woken to share them).
+    /// Finds a task (see the module docs for the order). The bool says whether more tasks
+    /// were moved into our ring (so another thread may be woken to share them).
     #[inline]
     pub(crate) fn find_work(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
+        let tick = me.tick.load(Ordering::Relaxed).wrapping_add(1);
+        me.tick.store(tick, Ordering::Relaxed);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(found) = self.take_from_injector(me) {
+                return Some(found);
+            }
+        }
+        if let Some(task) = self.pop_lifo(me) {
+            return Some((task, false));
+        }
         // SAFETY: `me` is this thread's own worker.
         if let Some(task) = unsafe { me.ring.pop() } {
             return Some((task, false));
         }
         self.find_work_slow(me)
+    }
+
+    /// Owner: takes the LIFO slot's task, unless it ran `MAX_LIFO_STREAK` in a row; then the
+    /// slot's task goes to the back of the ring instead.
+    #[inline]
+    fn pop_lifo(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
+        if me.lifo.load(Ordering::Relaxed).is_null() {
+            me.lifo_streak.store(0, Ordering::Relaxed);
+            return None;
+        }
+        // Acquire pairs with the Release swap in `push_lifo` (our own, or none: only the owner
+        // fills the slot; thieves only empty it).
+        let task = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire))?;
+        let streak = me.lifo_streak.load(Ordering::Relaxed);
+        if streak < MAX_LIFO_STREAK {
+            me.lifo_streak.store(streak + 1, Ordering::Relaxed);
+            return Some(task);
+        }
+        me.lifo_streak.store(0, Ordering::Relaxed);
+        self.push_ring(me, task);
+        None
+    }
+
+    /// Owner: pushes to the back of our ring, spilling half of it to the injector when full.
+    #[inline]
+    pub(crate) fn push_ring(&self, me: &Worker<S>, task: NonNull<Task>) {
+        // SAFETY: `me` is this thread's own worker; the task is exclusively ours.
+        if let Err(overflow) = unsafe { me.ring.push(task) } {
+            // Internal push: accepted even while shutting down (part of queued work).
+            let _ = self.injector.push(overflow, false);
+        }
+    }
+
+    /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring.
+    #[inline]
+    pub(crate) fn push_lifo(&self, me: &Worker<S>, task: NonNull<Task>) {
+        // Release: a thief that swaps the task out sees its contents.
+        let prev = me.lifo.swap(task.as_ptr(), Ordering::AcqRel);
+        if let Some(prev) = NonNull::new(prev) {
+            self.push_ring(me, prev);
+        }
     }
 
     #[inline(never)]
@@ -142,6 +218,12 @@ impl<S: Spawner> Inner<S> {
                     self.stats_steals.fetch_add(1, Ordering::Relaxed);
                     return Some((stolen.task, stolen.queued > 0));
                 }
+            } else if !v.lifo.load(Ordering::Relaxed).is_null() {
+                // Acquire pairs with the owner's Release swap in `push_lifo`.
+                if let Some(task) = NonNull::new(v.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
+                    self.stats_steals.fetch_add(1, Ordering::Relaxed);
+                    return Some((task, false));
+                }
             }
             victim = if v.next.is_null() { head } else { v.next };
         }
@@ -155,11 +237,14 @@ impl<S: Spawner> Inner<S> {
         }
         let mut consumer = self.injector.try_lock()?;
         let first = consumer.pop()?;
+        // Room: at most half a ring, and no more than is free (the periodic check can come
+        // here with a non-empty ring).
+        let room = (CAPACITY - me.ring.len()).min(CAPACITY / 2);
         let mut moved = 0;
-        while moved < CAPACITY / 2 {
+        while moved < room {
             let Some(task) = consumer.pop() else { break };
-            // SAFETY: our own ring; it was empty when we came here and only we push to it, so
-            // it has room and `push` cannot overflow.
+            // SAFETY: our own ring; `room` slots are free and only we push to it, so `push`
+            // cannot overflow.
             let pushed = unsafe { me.ring.push(task) };
             debug_assert!(pushed.is_ok());
             moved += 1;

@@ -33,11 +33,9 @@ pub(crate) use loom::cell::UnsafeCell;
 #[cfg(not(loom))]
 #[derive(Debug)]
 #[repr(transparent)]
-#[allow(dead_code)] // used by the fork-join and async layers
 pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
 
 #[cfg(not(loom))]
-#[allow(dead_code)]
 impl<T> UnsafeCell<T> {
     #[inline]
     pub(crate) const fn new(value: T) -> Self {

@@ -1,0 +1,75 @@
+//! `wait_for` / `CountLatch`: waiting outside the pool parks; waiting on a worker helps.
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pool::{Config, CountLatch, ThreadPool};
+
+fn watchdog<T: Send + 'static>(secs: u64, what: &'static str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(secs)).unwrap_or_else(|_| panic!("watchdog: {what} did not finish in {secs} s"))
+}
+
+/// Sums 1 for every node of a binary tree of `depth`, each node waiting for its children with
+/// a latch on its own stack: deep nesting of waits on worker threads.
+fn tree(pool: &'static ThreadPool<pool::ThreadSpawner>, depth: u32, count: &'static AtomicUsize) {
+    count.fetch_add(1, Ordering::Relaxed);
+    if depth == 0 {
+        return;
+    }
+    let latch = Arc::new(CountLatch::new());
+    latch.add(2);
+    for _ in 0..2 {
+        let l = latch.clone();
+        pool.spawn(move || {
+            tree(pool, depth - 1, count);
+            // SAFETY: one done per added unit.
+            unsafe { l.done() };
+        })
+        .unwrap();
+    }
+    pool.wait_for_latch(&latch);
+}
+
+#[test]
+fn nested_waits_on_workers_help() {
+    for threads in [1, 2, 4] {
+        let pool: &'static ThreadPool<_> = Box::leak(Box::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap()));
+        let count: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let depth = if cfg!(miri) { 4 } else { 12 };
+        watchdog(30, "nested tree", move || tree(pool, depth, count));
+        assert_eq!(count.load(Ordering::Relaxed), (1 << (depth + 1)) - 1, "threads={threads}");
+        pool.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn wait_from_outside_parks_until_done() {
+    let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+    let p = pool.clone();
+    watchdog(30, "outside wait", move || {
+        for round in 0..200 {
+            let latch = Arc::new(CountLatch::new());
+            let n = 1 + round % 7;
+            latch.add(n);
+            let start = Instant::now();
+            for i in 0..n {
+                let l = latch.clone();
+                p.spawn(move || {
+                    if i == 0 && round % 50 == 0 {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    // SAFETY: one done per added unit.
+                    unsafe { l.done() };
+                })
+                .unwrap();
+            }
+            p.wait_for_latch(&latch);
+            assert_eq!(latch.pending(), 0);
+            let _ = start;
+        }
+    });
+}
