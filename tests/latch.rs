@@ -73,3 +73,20 @@ fn wait_from_outside_parks_until_done() {
         }
     });
 }
+
+#[test]
+fn drop_last_handle_inside_own_task_does_not_free_in_use_state() {
+    let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = pool.clone();
+    drop(pool);
+    let inner_clone = p.clone();
+    p.spawn(move || {
+        // The last handle is dropped here, on a worker of that pool.
+        drop(inner_clone);
+        tx.send(()).unwrap();
+    })
+    .unwrap();
+    drop(p);
+    rx.recv_timeout(Duration::from_secs(10)).expect("task ran");
+}

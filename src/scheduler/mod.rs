@@ -479,7 +479,19 @@ impl<S: Spawner> ThreadPool<S> {
 
 impl<S: Spawner> Drop for ThreadPool<S> {
     /// Shuts the pool down (if not done yet), joins its threads and frees it.
+    ///
+    /// Dropping the last handle from inside one of the pool's own tasks cannot join (the
+    /// thread would wait for itself): the pool then stops accepting work, lets its threads drain
+    /// and exit, and leaks its own state (a few KiB) instead of freeing memory they still use.
     fn drop(&mut self) {
+        if self.is_worker_thread() {
+            let inner = self.inner();
+            if !inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
+                inner.injector.close();
+                inner.begin_shutdown();
+            }
+            return;
+        }
         let _ = self.shutdown();
         // SAFETY: every thread is joined (shutdown is complete, or it was done by an earlier
         // call that returned), so we hold the only reference; `inner` came from Box::leak.
