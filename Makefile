@@ -2,8 +2,11 @@
 #
 #   make            build libpool.a and include/pool.h
 #   make demo       build everything and run a real workload on the pool from C
-#   make test       every test: Rust, C, C++, loom, no_std builds, header freshness
+#   make test       every test: Rust, C, C++, Zig, loom, Miri, sanitizers, no_std builds,
+#                   install, header freshness (bounded: CI runs exactly this)
+#   make verify     the long versions (soak, more loom preemptions, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
+#   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
 
 CARGO   ?= cargo
 CC      ?= cc
@@ -17,7 +20,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-rust test-c test-loom test-nostd clean bench
+.PHONY: all lib header check-header demo test test-rust test-c test-c-valgrind test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
@@ -37,11 +40,11 @@ check-header:
 	  || (echo "include/pool.h is stale: run 'make header' and commit it"; exit 1)
 	@touch $(LIB)
 
-$(BUILD)/%: c_tests/%.c $(LIB) $(HEADER)
+$(BUILD)/%: c_tests/%.c c_tests/common.h $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 $(CFLAGS) $(CWARN) -Iinclude $< $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/%: c_tests/%.cpp $(LIB) $(HEADER)
+$(BUILD)/%: c_tests/%.cpp c_tests/common.h $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)
 	$(CXX) -std=c++17 $(CFLAGS) -Wall -Wextra -Werror -Iinclude $< $(LIB) $(LDLIBS) -o $@
 
@@ -63,6 +66,15 @@ $(BUILD)/header_cxx.o: $(HEADER)
 test-c: $(C_TESTS) $(CXX_TESTS) $(BUILD)/header_c99.o $(BUILD)/header_cxx.o
 	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== $$t"; ./$$t; done
 
+# The C programs under valgrind memcheck at 1% scale. The global pool's threads live until
+# exit by design, so only definite leaks count.
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+test-c-valgrind: $(C_TESTS) $(CXX_TESTS)
+	@if ! command -v valgrind >/dev/null; then echo "SKIP: valgrind not installed"; exit 0; fi; \
+	set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== valgrind $$t"; \
+	  POOL_TEST_SCALE=0.01 $(VALGRIND) ./$$t > $(BUILD)/valgrind-$$(basename $$t).log 2>&1 \
+	  || { cat $(BUILD)/valgrind-$$(basename $$t).log; exit 1; }; tail -n 1 $(BUILD)/valgrind-$$(basename $$t).log; done
+
 test-rust:
 	$(CARGO) test --release
 	$(CARGO) test --release --no-default-features --lib
@@ -71,6 +83,12 @@ test-rust:
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
+# Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
+test-miri:
+	@if ! $(CARGO) +nightly miri --version >/dev/null 2>&1; then echo "SKIP: miri not installed (rustup component add miri --toolchain nightly)"; exit 0; fi; \
+	set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
+	$(CARGO) +nightly miri test --target-dir target/miri --test smoke
+
 NOSTD_TARGETS := thumbv7em-none-eabihf
 test-nostd:
 	@for t in $(NOSTD_TARGETS); do echo "== no_std $$t"; \
@@ -78,7 +96,11 @@ test-nostd:
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
 
-test: check-header test-rust test-c test-loom test-nostd
+test: check-header test-rust test-c test-c-valgrind test-loom test-miri test-nostd test-nostd-example test-zig test-install
+	@echo "make test: all green"
+
+verify: test
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
 bench:
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --markdown BENCHMARKS.md
@@ -86,3 +108,5 @@ bench:
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)
+
+include mk/embed.mk

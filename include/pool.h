@@ -15,6 +15,7 @@
 #define POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 /** Recover the struct that contains `ptr` (a pointer to its `member`). */
 #ifndef POOL_CONTAINER_OF
 #define POOL_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -22,9 +23,41 @@
 
 
 /**
+ * The default cap (the design text's 512).
+ */
+#define BlockingConfig_DEFAULT_MAX_THREADS 512
+
+/**
+ * The largest cap accepted.
+ */
+#define BlockingConfig_MAX_THREADS (1 << 16)
+
+/**
  * The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
  */
 #define POOL_MAX_THREADS ((1 << 14) - 1)
+
+/**
+ * Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
+ * started (instead of calling its `cancel` callback).
+ */
+#define POOL_BLOCKING_MANDATORY 1
+
+/**
+ * The default `max_threads` of a blocking pool (what 0 means).
+ */
+#define POOL_BLOCKING_DEFAULT_MAX_THREADS 512
+
+/**
+ * The largest `max_threads` of a blocking pool.
+ */
+#define POOL_BLOCKING_MAX_THREADS 65536
+
+/**
+ * Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
+ * for growth without changing the C ABI.
+ */
+#define POOL_LATCH_WORDS 8
 
 /**
  * Status codes returned by every `int` function of the C API.
@@ -64,6 +97,12 @@ enum pool_status {
 struct pool;
 
 /**
+ * An opaque blocking pool created by `pool_blocking_create` and freed by
+ * `pool_blocking_destroy`.
+ */
+struct pool_blocking;
+
+/**
  * Configuration for `pool_create`. Initialise with `pool_config_init`, then change fields.
  */
 struct pool_config {
@@ -94,6 +133,163 @@ struct task {
    * Called once when the task runs. Must not be NULL.
    */
   void (*callback)(struct task *task);
+};
+
+/**
+ * Configuration for `pool_blocking_create`. Initialise with `pool_blocking_config_init`.
+ */
+struct pool_blocking_config {
+  /**
+   * Most threads at once: 1 to POOL_BLOCKING_MAX_THREADS; 0 = the default (512).
+   */
+  size_t max_threads;
+  /**
+   * Milliseconds an idle thread waits for work before it exits (default 10000); 0: it exits
+   * as soon as it finds no work.
+   */
+  size_t keep_alive_ms;
+  /**
+   * Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
+   * and at most 1 GiB.
+   */
+  size_t stack_size;
+};
+
+/**
+ * A blocking task: embed it in your own struct (anywhere; recover your struct with
+ * `POOL_CONTAINER_OF(task, struct your_struct, member.task)`), fill it with
+ * `pool_blocking_task_init` or by hand, and submit a pointer to it.
+ *
+ * Exactly one of the two callbacks is called, exactly once, with a pointer to `task`:
+ * `task.callback` when it runs, or `cancel` when the pool shuts down before it started and it
+ * is neither mandatory nor without a `cancel` callback. The struct must stay valid and
+ * unmodified from submit until that call starts; from then on the pool does not touch it
+ * (the callback may free it).
+ */
+struct pool_blocking_task {
+  /**
+   * The task: `callback` runs the work (must not be NULL); `next` belongs to the pool.
+   */
+  struct task task;
+  /**
+   * Called instead of `task.callback` when shutdown hands the task back; NULL: the task
+   * cannot be cancelled and runs even at shutdown.
+   */
+  void (*cancel)(struct task *task);
+  /**
+   * 0 or `POOL_BLOCKING_MANDATORY`. Other bits are reserved and must be 0.
+   */
+  unsigned int flags;
+};
+
+/**
+ * Counters of a blocking pool, read without any lock (each field individually up to date).
+ */
+struct pool_blocking_metrics {
+  /**
+   * Threads started (or being started) and not yet exited.
+   */
+  size_t threads;
+  /**
+   * Threads waiting for work.
+   */
+  size_t idle_threads;
+  /**
+   * Tasks accepted and not yet taken by a thread.
+   */
+  size_t queue_depth;
+  /**
+   * Tasks whose callback ran (mandatory tasks run at shutdown included).
+   */
+  size_t tasks_run;
+  /**
+   * Tasks handed back through their cancel callback at shutdown.
+   */
+  size_t tasks_cancelled;
+  /**
+   * Threads started.
+   */
+  size_t threads_spawned;
+  /**
+   * Threads that exited (keep-alive or shutdown).
+   */
+  size_t threads_exited;
+  /**
+   * Thread starts the system refused.
+   */
+  size_t spawn_failures;
+  /**
+   * The most threads at once since the pool was created.
+   */
+  size_t peak_threads;
+};
+
+/**
+ * A counting latch (wait group). Treat as opaque; initialise with `pool_latch_init`.
+ * Caller-owned: on the stack, in your own struct, or on the heap; it must not move between
+ * `pool_latch_init` and the return of `pool_latch_wait`.
+ */
+struct pool_latch {
+  /**
+   * Private storage.
+   */
+  uint64_t opaque[POOL_LATCH_WORDS];
+};
+
+/**
+ * The function a host thread must run: `entry(arg)`, once, on the new thread.
+ */
+typedef void (*pool_thread_entry)(void *arg);
+
+/**
+ * A platform provided by the host: how to start threads and how to block and wake them.
+ * Every function pointer must be non-NULL (`pool_create_with_platform` returns
+ * POOL_ERR_INVALID otherwise); `context` may be anything, it is passed back unchanged.
+ *
+ * All callbacks may be called from any thread, concurrently, and must not call back into
+ * the pool. They must stay callable, and `context` valid, until `pool_destroy` returns.
+ */
+struct pool_platform {
+  /**
+   * Passed as the first argument of every callback.
+   */
+  void *context;
+  /**
+   * Starts a new thread that calls `entry(arg)` exactly once, and returns 0; or returns
+   * non-zero (nothing started, `entry` never called). Must not wait for `entry` to finish.
+   * `stack_size` is `pool_config.stack_size` (0: the host's default).
+   */
+  int (*spawn)(void *context, pool_thread_entry entry, void *arg, size_t stack_size);
+  /**
+   * Called once per shutdown, after every thread started by `spawn` has returned from
+   * `entry`: join or recycle those threads here (a host with detached threads does nothing).
+   */
+  void (*join)(void *context);
+  /**
+   * Creates a parker (a binary semaphore, initially empty) and returns its handle, passed
+   * back to `park` / `park_timeout` / `unpark` / `parker_free`. One per worker thread plus
+   * a few for threads that wait. Returning NULL is allowed but degrades that parker to
+   * busy-yielding (its `park` returns at once).
+   */
+  void *(*parker_new)(void *context);
+  /**
+   * Frees a parker from `parker_new` (no thread is parked on it).
+   */
+  void (*parker_free)(void *context, void *parker);
+  /**
+   * Blocks until the parker has a token, then consumes it. May return early (spuriously),
+   * but must return if `unpark` happened before (the token is kept until consumed).
+   */
+  void (*park)(void *context, void *parker);
+  /**
+   * As `park`, but returns after at most about `timeout_ns` nanoseconds without a token.
+   */
+  void (*park_timeout)(void *context, void *parker, unsigned long long timeout_ns);
+  /**
+   * Makes a token available (at most one; extra unparks merge) and wakes the parked thread.
+   * Called from any thread.
+   */
+  void (*unpark)(void *context, void *parker);
 };
 
 #ifdef __cplusplus
@@ -157,6 +353,131 @@ void pool_destroy(struct pool *pool);
  * A static, human-readable description of a status code (never NULL).
  */
 const char *pool_status_str(int status);
+
+/**
+ * Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack).
+ * NULL: no-op.
+ */
+void pool_blocking_config_init(struct pool_blocking_config *config);
+
+/**
+ * Fills a blocking task: `callback` (must not be NULL), `cancel` (NULL: the task cannot be
+ * cancelled and runs even at shutdown) and `flags` (0 or POOL_BLOCKING_MANDATORY).
+ * Returns POOL_ERR_INVALID (and leaves `*task` untouched) for a NULL task or callback or an
+ * unknown flag.
+ */
+int pool_blocking_task_init(struct pool_blocking_task *task,
+                            void (*callback)(struct task *task),
+                            void (*cancel)(struct task *task),
+                            unsigned int flags);
+
+/**
+ * Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
+ * pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
+ * work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
+ * (`*out` untouched).
+ */
+int pool_blocking_create(const struct pool_blocking_config *config, struct pool_blocking **out);
+
+/**
+ * Submits a blocking task to `pool`. It runs on an idle thread, else on a new thread if the
+ * cap allows, else it waits in FIFO order for the next free thread.
+ * On POOL_OK the pool owns the task until one of its callbacks starts. On any error it was
+ * not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
+ * unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
+ * thread and none could be started).
+ */
+int pool_blocking_submit_to(struct pool_blocking *pool, struct pool_blocking_task *task);
+
+/**
+ * Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s;
+ * started on first use, never shut down, so `cancel` is never called). Ownership and errors
+ * as `pool_blocking_submit_to`.
+ */
+int pool_blocking_submit(struct pool_blocking_task *task);
+
+/**
+ * Stops accepting work, wakes every idle thread, waits for the threads to finish and joins
+ * them. Tasks already running finish. Tasks still queued run if mandatory (or without a
+ * `cancel` callback) and are handed back through `cancel` otherwise; every one of them has
+ * had its callback called when this returns. Returns POOL_ERR_SHUTDOWN if already shut down,
+ * POOL_ERR_INVALID for NULL or when called from one of the pool's own threads. The pool stays
+ * allocated: free it with `pool_blocking_destroy`.
+ */
+int pool_blocking_shutdown(struct pool_blocking *pool);
+
+/**
+ * Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
+ * NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
+ * pool is left alone). Destroying a pool twice is undefined.
+ */
+void pool_blocking_destroy(struct pool_blocking *pool);
+
+/**
+ * Reads `pool`'s counters into `*out` without taking any lock. POOL_ERR_INVALID for a NULL
+ * argument.
+ */
+int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking_metrics *out);
+
+/**
+ * Reads the process-wide blocking pool's counters into `*out` (all zero before its first
+ * use). POOL_ERR_INVALID for NULL.
+ */
+int pool_blocking_global_metrics(struct pool_blocking_metrics *out);
+
+/**
+ * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
+ * outstanding. Returns POOL_ERR_INVALID for NULL.
+ */
+int pool_latch_init(struct pool_latch *latch);
+
+/**
+ * Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
+ * Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
+ * completed or is completing): re-initialise it first.
+ */
+int pool_latch_add(struct pool_latch *latch, size_t n);
+
+/**
+ * Marks one unit done (from any thread, typically at the end of a task). The last one wakes
+ * the waiter; after it, the latch may already be freed by the waiter, so touch it no more.
+ * Returns POOL_ERR_INVALID for NULL.
+ */
+int pool_latch_done(struct pool_latch *latch);
+
+/**
+ * Waits until every unit added has been marked done. On one of `pool`'s threads it runs other
+ * tasks meanwhile; on any other thread it parks. Call once per initialisation, from one thread.
+ * Returns POOL_ERR_INVALID for a NULL pool or latch.
+ */
+int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
+
+/**
+ * `pool_latch_wait` for work submitted with `pool_submit` (the global pool): helps on a
+ * global-pool thread, parks elsewhere.
+ */
+int pool_latch_wait_global(struct pool_latch *latch);
+
+/**
+ * Submits a task for fork-join: from one of `pool`'s threads it goes on that thread's own
+ * fork-join deque, which the thread runs newest-first while it waits in `pool_latch_wait`
+ * (depth-first, so recursive fork-join nests no deeper than the recursion) and from which idle
+ * threads steal the oldest; from any other thread it is `pool_submit_to`. Ownership as for
+ * `pool_submit`.
+ */
+int pool_fork(struct pool *pool, struct task *task);
+
+/**
+ * Creates a pool whose threads, parking and waking come from the host's `platform`
+ * (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
+ * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
+ * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
+ * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
+ * an out-of-range config field (`*out` untouched).
+ */
+int pool_create_with_platform(const struct pool_config *config,
+                              const struct pool_platform *platform,
+                              struct pool **out);
 
 #ifdef __cplusplus
 }  // extern "C"

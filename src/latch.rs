@@ -214,6 +214,13 @@ impl CountLatch {
         }
     }
 
+    /// Whether the count reached zero (the wait began and every unit is done): `add` is no
+    /// longer allowed (the C layer checks this).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn is_released(&self) -> bool {
+        self.count.load(Ordering::Acquire) == 0
+    }
+
     /// Outstanding units (approximate while work runs).
     pub fn pending(&self) -> usize {
         self.count.load(Ordering::Relaxed).saturating_sub(1)

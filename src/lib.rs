@@ -44,10 +44,13 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+mod blocking;
+mod join;
 mod latch;
 mod panic;
 mod platform;
 mod queue;
+pub mod runtime;
 mod scheduler;
 pub(crate) mod sync;
 mod sync_word;
@@ -59,18 +62,34 @@ mod os;
 #[cfg(feature = "capi")]
 pub mod capi;
 
+/// Internals for the loom models in `tests/loom_*.rs` (only under `--cfg loom`; not API).
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_support;
+/// Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use join::loom_api as loom_join;
+
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(all(doctest, feature = "std"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub use blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingMetrics, BlockingPool, BlockingTask};
+pub use join::Scope;
 pub use latch::{CountLatch, Signal};
 pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
+pub use runtime::{JoinError, JoinHandle, RuntimeStats};
 pub use scheduler::{Config, Error, Stats, ThreadPool};
 pub use sync_word::MAX_THREADS;
 pub use task::{Batch, Callback, Task};
 
+#[cfg(feature = "std")]
+pub use blocking::{global_blocking, spawn_blocking};
+#[cfg(feature = "std")]
+pub use join::{join, scope};
 #[cfg(feature = "std")]
 pub use os::{global, CondvarParker, DefaultParker, ThreadSpawner};
 #[cfg(all(feature = "std", target_os = "linux"))]

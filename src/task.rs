@@ -281,8 +281,14 @@ mod tests {
             task: Task,
         }
         let mut host = Host { a: 7, task: Task::new(noop) };
-        let recovered = container_of!(&mut host.task as *mut Task, Host, task);
-        assert_eq!(recovered, &mut host as *mut Host);
+        // The field pointer is projected from a pointer to the whole host (not taken as
+        // `&mut host.task`), so it may reach the rest of the host: Stacked Borrows (Miri's
+        // default) confines a pointer made from a field reference to that field.
+        let host_ptr: *mut Host = &mut host;
+        // SAFETY: `host_ptr` points to `host`, which is live.
+        let task_ptr = unsafe { core::ptr::addr_of_mut!((*host_ptr).task) };
+        let recovered = container_of!(task_ptr, Host, task);
+        assert_eq!(recovered, host_ptr);
         // SAFETY: `recovered` points to `host`, which is live.
         assert_eq!(unsafe { (*recovered).a }, 7);
     }

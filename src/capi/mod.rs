@@ -15,7 +15,7 @@ use core::ffi::{c_char, c_int};
 use core::ptr::{self, NonNull};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::{global, Batch, Config, Error, Task, ThreadPool, ThreadSpawner, MAX_THREADS};
+use crate::{global, Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
 
 /// Status codes returned by every `int` function of the C API.
 #[repr(C)]
@@ -38,6 +38,13 @@ pub enum pool_status {
 }
 
 use pool_status::*;
+
+mod blocking;
+mod latch;
+pub use latch::*;
+pub use blocking::*;
+mod platform;
+pub use platform::*;
 
 /// A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
 ///
@@ -83,7 +90,9 @@ pub struct Pool {
     _private: [u8; 0],
 }
 
-type CPool = ThreadPool<ThreadSpawner>;
+/// Every `struct pool *`: OS threads (`pool_create`) or a host's callbacks
+/// (`pool_create_with_platform`), one type so every entry point stays non-generic.
+type CPool = ThreadPool<platform::CSpawner>;
 
 const MIN_STACK: usize = 16 * 1024;
 const MAX_STACK: usize = 1 << 30;
@@ -165,28 +174,31 @@ pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
 /// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
-    boundary(|| {
-        let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
-        let config = match NonNull::new(config.cast_mut()) {
-            // SAFETY: non-null; the caller passes a readable `struct pool_config`.
-            Some(c) => unsafe { c.as_ptr().read() },
-            None => PoolConfig { max_threads: 0, stack_size: 0 },
-        };
-        if config.max_threads > MAX_THREADS
-            || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
-        {
-            return POOL_ERR_INVALID;
+    boundary(|| create_with(config, out, platform::CSpawner::std()))
+}
+
+/// `pool_create` on any platform: checks `out` and `config`, builds the pool, writes `*out`.
+fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform::CSpawner) -> pool_status {
+    let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
+    let config = match NonNull::new(config.cast_mut()) {
+        // SAFETY: non-null; the caller passes a readable `struct pool_config`.
+        Some(c) => unsafe { c.as_ptr().read() },
+        None => PoolConfig { max_threads: 0, stack_size: 0 },
+    };
+    if config.max_threads > MAX_THREADS
+        || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
+    {
+        return POOL_ERR_INVALID;
+    }
+    let config = Config { max_threads: config.max_threads, stack_size: config.stack_size };
+    match CPool::with_spawner(config, spawner) {
+        Ok(pool) => {
+            // SAFETY: non-null; the caller passes a writable `struct pool *`.
+            unsafe { out.as_ptr().write(pool.into_raw().cast()) };
+            POOL_OK
         }
-        let config = Config { max_threads: config.max_threads, stack_size: config.stack_size };
-        match CPool::new(config) {
-            Ok(pool) => {
-                // SAFETY: non-null; the caller passes a writable `struct pool *`.
-                unsafe { out.as_ptr().write(pool.into_raw().cast()) };
-                POOL_OK
-            }
-            Err(e) => status(Err(e)),
-        }
-    })
+        Err(e) => status(Err(e)),
+    }
 }
 
 /// Submits one task to the global pool (started on first use, no init call needed).

@@ -77,6 +77,11 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
 
     fn spawn(&self, start: ThreadStart, stack_size: usize) -> Result<(), SpawnError> {
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        // Reap threads that already returned from `start.run()` (pools whose threads exit
+        // early, like the blocking pool's keep-alive): dropping a finished handle frees the
+        // thread's resources, so a pool that churns threads holds at most one handle per thread
+        // started since the last spawn, not one per thread ever started.
+        handles.retain(|h| !h.is_finished());
         let mut builder = std::thread::Builder::new().name(self.name.into());
         if stack_size != 0 {
             builder = builder.stack_size(stack_size);

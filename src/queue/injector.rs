@@ -152,6 +152,25 @@ impl Injector {
             && self.stub.load_next(Ordering::Acquire).is_null()
     }
 
+    /// Whether the queue is empty *and* no push is half-way (its CAS on `tail` done, its link
+    /// not yet stored), so `None` from `pop` can be trusted.
+    ///
+    /// Exact only once no push can begin any more: the queue is closed (external pushes fail)
+    /// and no thread that pushes internally is left (shutdown, after joining every worker).
+    /// Then `tail` read here is at least `close`'s value (our own CAS), so it covers every
+    /// accepted push: if it is still the stub (or null), nothing is in flight.
+    pub(crate) fn is_settled_empty(&self) -> bool {
+        let head = self.head.load(Ordering::Acquire);
+        if head == locked() {
+            return false;
+        }
+        let stub = self.stub_ptr();
+        let tail = self.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
+        (head.is_null() || head == stub)
+            && (tail.is_null() || tail == stub)
+            && self.stub.load_next(Ordering::Acquire).is_null()
+    }
+
     /// Takes the consumer end if it is free and the queue is not empty.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
@@ -246,11 +265,42 @@ mod tests {
 
     unsafe extern "C" fn noop(_: *mut Task) {}
 
-    fn batch_of(ts: &mut [Task]) -> Batch {
+    /// `n` no-op tasks in one allocation, every pointer derived once from its raw pointer, so
+    /// Miri's aliasing model sees no later `&mut` of the tasks invalidating earlier pointers.
+    struct TestTasks {
+        raw: *mut [Task],
+        ptrs: Vec<NonNull<Task>>,
+    }
+
+    impl TestTasks {
+        fn new(n: usize) -> Self {
+            let raw = alloc::boxed::Box::into_raw((0..n).map(|_| Task::new(noop)).collect::<alloc::boxed::Box<[Task]>>());
+            let base = raw.cast::<Task>();
+            // SAFETY: `i < n`, inside the allocation; `base` is non-null (from a Box).
+            let ptrs = (0..n).map(|i| unsafe { NonNull::new_unchecked(base.add(i)) }).collect();
+            Self { raw, ptrs }
+        }
+    }
+
+    impl core::ops::Deref for TestTasks {
+        type Target = [NonNull<Task>];
+        fn deref(&self) -> &[NonNull<Task>] {
+            &self.ptrs
+        }
+    }
+
+    impl Drop for TestTasks {
+        fn drop(&mut self) {
+            // SAFETY: from `Box::into_raw` in `new`; the queues are done with the tasks.
+            drop(unsafe { alloc::boxed::Box::from_raw(self.raw) });
+        }
+    }
+
+    fn batch_of(ts: &[NonNull<Task>]) -> Batch {
         let mut b = Batch::new();
-        for t in ts {
+        for &t in ts {
             // SAFETY: the tasks outlive the test's queue use and are in no other list.
-            unsafe { b.push(t.into()) };
+            unsafe { b.push(t) };
         }
         b
     }
@@ -258,12 +308,11 @@ mod tests {
     #[test]
     fn fifo_across_batches_and_stub_reuse() {
         let q = Injector::new();
-        let mut ts: Vec<Task> = (0..10).map(|_| Task::new(noop)).collect();
-        let ptrs: Vec<NonNull<Task>> = ts.iter_mut().map(NonNull::from).collect();
+        let ptrs = TestTasks::new(10);
         assert!(q.is_empty());
         assert!(q.try_lock().is_none());
-        q.push(batch_of(&mut ts[0..1]), true).unwrap();
-        q.push(batch_of(&mut ts[1..4]), true).unwrap();
+        q.push(batch_of(&ptrs[0..1]), true).unwrap();
+        q.push(batch_of(&ptrs[1..4]), true).unwrap();
         assert!(!q.is_empty());
         {
             let mut c = q.try_lock().unwrap();
@@ -275,7 +324,7 @@ mod tests {
         }
         assert!(q.is_empty());
         // After the stub was re-pushed, the queue keeps working.
-        q.push(batch_of(&mut ts[4..10]), true).unwrap();
+        q.push(batch_of(&ptrs[4..10]), true).unwrap();
         let mut c = q.try_lock().unwrap();
         for p in &ptrs[4..8] {
             assert_eq!(c.pop(), Some(*p));
@@ -290,16 +339,16 @@ mod tests {
     #[test]
     fn close_refuses_external_only() {
         let q = Injector::new();
-        let mut ts: Vec<Task> = (0..3).map(|_| Task::new(noop)).collect();
-        q.push(batch_of(&mut ts[0..1]), true).unwrap();
+        let ts = TestTasks::new(3);
+        q.push(batch_of(&ts[0..1]), true).unwrap();
         assert!(q.close());
         assert!(!q.close());
         assert!(q.is_closed());
-        assert!(q.push(batch_of(&mut ts[1..2]), true).is_err());
-        q.push(batch_of(&mut ts[2..3]), false).unwrap();
+        assert!(q.push(batch_of(&ts[1..2]), true).is_err());
+        q.push(batch_of(&ts[2..3]), false).unwrap();
         let mut c = q.try_lock().unwrap();
-        assert_eq!(c.pop(), Some(NonNull::from(&mut ts[0])));
-        assert_eq!(c.pop(), Some(NonNull::from(&mut ts[2])));
+        assert_eq!(c.pop(), Some(ts[0]));
+        assert_eq!(c.pop(), Some(ts[2]));
         assert_eq!(c.pop(), None);
         drop(c);
         assert!(q.is_closed(), "the stub re-push keeps the CLOSED bit");

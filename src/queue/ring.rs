@@ -242,22 +242,49 @@ mod tests {
 
     unsafe extern "C" fn noop(_: *mut Task) {}
 
-    fn tasks(n: usize) -> Vec<Task> {
-        (0..n).map(|_| Task::new(noop)).collect()
+    /// `n` no-op tasks in one allocation, every pointer derived once from its raw pointer, so
+    /// Miri's aliasing model sees no later `&mut` of the tasks invalidating earlier pointers.
+    struct TestTasks {
+        raw: *mut [Task],
+        ptrs: Vec<NonNull<Task>>,
+    }
+
+    impl TestTasks {
+        fn new(n: usize) -> Self {
+            let raw = alloc::boxed::Box::into_raw((0..n).map(|_| Task::new(noop)).collect::<alloc::boxed::Box<[Task]>>());
+            let base = raw.cast::<Task>();
+            // SAFETY: `i < n`, inside the allocation; `base` is non-null (from a Box).
+            let ptrs = (0..n).map(|i| unsafe { NonNull::new_unchecked(base.add(i)) }).collect();
+            Self { raw, ptrs }
+        }
+    }
+
+    impl core::ops::Deref for TestTasks {
+        type Target = [NonNull<Task>];
+        fn deref(&self) -> &[NonNull<Task>] {
+            &self.ptrs
+        }
+    }
+
+    impl Drop for TestTasks {
+        fn drop(&mut self) {
+            // SAFETY: from `Box::into_raw` in `new`; the queues are done with the tasks.
+            drop(unsafe { alloc::boxed::Box::from_raw(self.raw) });
+        }
     }
 
     #[test]
     fn push_pop_fifo() {
         let ring = Ring::new();
-        let mut ts = tasks(10);
-        for t in ts.iter_mut() {
+        let ts = TestTasks::new(10);
+        for &t in ts.iter() {
             // SAFETY: single-threaded test; we are the owner.
-            unsafe { ring.push(t.into()).unwrap() };
+            unsafe { ring.push(t).unwrap() };
         }
         assert_eq!(ring.len(), 10);
-        for t in ts.iter_mut() {
+        for &t in ts.iter() {
             // SAFETY: as above.
-            assert_eq!(unsafe { ring.pop() }, Some(NonNull::from(t)));
+            assert_eq!(unsafe { ring.pop() }, Some(t));
         }
         // SAFETY: as above.
         assert!(unsafe { ring.pop() }.is_none());
@@ -266,35 +293,35 @@ mod tests {
     #[test]
     fn overflow_moves_half_plus_one() {
         let ring = Ring::new();
-        let mut ts = tasks(CAPACITY as usize + 1);
-        let (last, first) = ts.split_last_mut().unwrap();
-        for t in first.iter_mut() {
+        let ts = TestTasks::new(CAPACITY as usize + 1);
+        let (&last, first) = ts.split_last().unwrap();
+        for &t in first {
             // SAFETY: owner, single thread.
-            unsafe { ring.push(t.into()).unwrap() };
+            unsafe { ring.push(t).unwrap() };
         }
         // SAFETY: owner, single thread.
-        let mut batch = unsafe { ring.push(last.into()) }.unwrap_err();
+        let mut batch = unsafe { ring.push(last) }.unwrap_err();
         assert_eq!(batch.len(), CAPACITY as usize / 2 + 1);
         assert_eq!(ring.len(), CAPACITY / 2);
         // The batch holds the oldest half in order, then the new task.
-        for t in first[..CAPACITY as usize / 2].iter_mut() {
-            assert_eq!(batch.pop(), Some(NonNull::from(t)));
+        for &t in &first[..CAPACITY as usize / 2] {
+            assert_eq!(batch.pop(), Some(t));
         }
-        assert_eq!(batch.pop(), Some(NonNull::from(last)));
+        assert_eq!(batch.pop(), Some(last));
     }
 
     #[test]
     fn steal_half_rounds_up_and_wraps() {
         let victim = Ring::new();
         let thief = Ring::new();
-        let mut ts = tasks(CAPACITY as usize * 3);
+        let ts = TestTasks::new(CAPACITY as usize * 3);
         let mut next = 0;
         let mut expected = std::collections::VecDeque::new();
         // Push, pop and steal around the ring a few times so the indices wrap the buffer.
         for round in 0..20 {
             for _ in 0..(7 + round % 5) {
                 let len = ts.len();
-                let t = NonNull::from(&mut ts[next % len]);
+                let t = ts[next % len];
                 next += 1;
                 // SAFETY: owner of `victim`; each task is in one ring at a time (we consume it below).
                 unsafe { victim.push(t).unwrap() };

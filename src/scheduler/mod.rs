@@ -15,7 +15,9 @@
 //!    queues: that work is part of what was queued), then exit; the last one out wakes us;
 //! 4. joins every thread through the spawner;
 //! 5. runs, on the calling thread, anything left in the injector — possible only if no thread
-//!    could ever be started — so no accepted task is dropped.
+//!    could ever be started, or if an external submit accepted just before step 1 was still
+//!    linking its task while the workers left (it waits that out) — so no accepted task is
+//!    dropped.
 
 pub(crate) mod sleep;
 pub(crate) mod worker;
@@ -114,6 +116,9 @@ pub(crate) struct Inner<S: Spawner> {
     stats_parks: AtomicUsize,
     stats_spawn_failed: AtomicUsize,
     pub(crate) spawner: S,
+    /// Async runtime state: references held by live tasks (they keep this memory alive past
+    /// the handle's drop), runtime counters. See `runtime::pool`.
+    pub(crate) runtime: crate::runtime::PoolRuntime,
 }
 
 impl<S: Spawner> Drop for Inner<S> {
@@ -149,7 +154,8 @@ impl<S: Spawner> Drop for Inner<S> {
 /// # }
 /// ```
 pub struct ThreadPool<S: Spawner> {
-    inner: NonNull<Inner<S>>,
+    /// Also built, never dropped, by the async runtime's tasks (`runtime::pool`).
+    pub(crate) inner: NonNull<Inner<S>>,
 }
 
 // SAFETY: the handle is a pointer to state designed for sharing (atomics, and a Spawner that is
@@ -194,13 +200,14 @@ impl<S: Spawner> ThreadPool<S> {
             stats_steals: AtomicUsize::new(0),
             stats_parks: AtomicUsize::new(0),
             stats_spawn_failed: AtomicUsize::new(0),
+            runtime: crate::runtime::PoolRuntime::new(max_threads),
             spawner,
         });
         Ok(Self { inner: NonNull::from(Box::leak(inner)) })
     }
 
     #[inline]
-    fn inner(&self) -> &Inner<S> {
+    pub(crate) fn inner(&self) -> &Inner<S> {
         // SAFETY: `inner` is valid for the handle's whole life (freed in Drop).
         unsafe { self.inner.as_ref() }
     }
@@ -235,7 +242,7 @@ impl<S: Spawner> ThreadPool<S> {
 
     /// This thread's worker, if this thread is one of this pool's workers.
     #[inline]
-    fn current_worker(&self) -> Option<&Worker<S>> {
+    pub(crate) fn current_worker(&self) -> Option<&Worker<S>> {
         let inner = self.inner();
         let worker = inner.spawner.current_worker();
         if worker.is_null() {
@@ -438,12 +445,23 @@ impl<S: Spawner> ThreadPool<S> {
         inner.begin_shutdown();
         inner.wait_for_threads();
         inner.spawner.join_all();
-        // Left-overs exist only if no thread could ever run them: run them here.
-        while let Some(mut consumer) = inner.injector.try_lock() {
-            let Some(task) = consumer.pop() else { break };
-            drop(consumer);
-            // SAFETY: dequeued, so this is its one run.
-            unsafe { Task::run(task) };
+        // Left-overs: tasks no thread could ever run, and external submits that were accepted
+        // (their CAS on the injector's tail came before `close`) but were still linking while
+        // the workers drained and left (the consumer reports such a queue empty). Wait those
+        // out, then run what is left here (loom: `sync_external_submit_racing_shutdown`).
+        loop {
+            if let Some(mut consumer) = inner.injector.try_lock() {
+                if let Some(task) = consumer.pop() {
+                    drop(consumer);
+                    // SAFETY: dequeued, so this is its one run.
+                    unsafe { Task::run(task) };
+                    continue;
+                }
+            }
+            if inner.injector.is_settled_empty() {
+                break;
+            }
+            crate::sync::spin_hint();
         }
         Ok(())
     }
@@ -493,9 +511,14 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             return;
         }
         let _ = self.shutdown();
-        // SAFETY: every thread is joined (shutdown is complete, or it was done by an earlier
-        // call that returned), so we hold the only reference; `inner` came from Box::leak.
-        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        // Live async tasks hold references on `Inner` too (`runtime::pool`): the last one out
+        // frees it, so a late waker finds a closed pool instead of freed memory.
+        if self.inner().runtime.release() {
+            // SAFETY: every thread is joined (shutdown is complete, or it was done by an earlier
+            // call that returned), and no task references `inner` any more; it came from
+            // Box::leak.
+            drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        }
     }
 }
 
@@ -506,8 +529,12 @@ impl<S: Spawner> ThreadPool<S> {
     /// With `std`, a panic in the closure is caught and counted, and the pool keeps running
     /// (see [`Stats`]); without `std` a panic aborts (the callback is `extern "C"`).
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
-        let job = Box::new(ClosureTask { task: Task::new(ClosureTask::<F>::run), f: Some(f) });
-        let task = NonNull::from(&Box::leak(job).task);
+        let job = Box::into_raw(Box::new(ClosureTask { task: Task::new(ClosureTask::<F>::run), f: Some(f) }));
+        // Projected from the raw pointer to the whole box (not `&leaked.task`): the callback
+        // turns it back into the box and frees it, so it must carry the whole allocation's
+        // provenance (Miri/Stacked Borrows rejects a pointer made from a field reference).
+        // SAFETY: `job` is a live, non-null allocation.
+        let task = unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job).task)) };
         // SAFETY: the box stays alive until its callback runs and frees it.
         match unsafe { self.submit(task) } {
             Ok(()) => Ok(()),

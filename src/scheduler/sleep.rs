@@ -44,11 +44,25 @@ impl<S: Spawner> Inner<S> {
         Sync(self.sync.load(order))
     }
 
+    /// After `join` pushed a job on its worker's join deque: wakes (or starts) a thread only if
+    /// one is idle (or may be started) and no wake is in flight; otherwise one load and nothing
+    /// written. Skips the `notified` flag on purpose: a worker going to sleep at this instant may
+    /// miss the job, which costs parallelism but never progress, since the pushing worker takes
+    /// its job back itself (README, "Join jobs").
+    #[inline]
+    pub(crate) fn notify_join(&self) {
+        let s = self.load_sync(Ordering::Relaxed);
+        if s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads) {
+            self.notify(false);
+        }
+    }
+
     /// Tells the pool there is new work. `is_waking`: the caller is the waking thread and hands
     /// its right to wake on (or gives it up if nobody can be woken).
     #[inline]
     pub(crate) fn notify(&self, is_waking: bool) {
         let mut s = self.load_sync(Ordering::Relaxed);
+        let mut fenced = false;
         loop {
             if s.state() == State::Shutdown {
                 return;
@@ -66,7 +80,19 @@ impl<S: Spawner> Inner<S> {
                 new = new.with_state(State::Pending);
                 Wake::Nothing
             } else if s.notified() {
-                // The fast path of a busy pool: already notified, nothing to wake.
+                // The fast path of a busy pool: already notified, nothing to wake. It writes
+                // nothing, so no Release orders our push before the consumer's search: a
+                // SeqCst fence pairs with the one after the consuming CAS in `wait_or`.
+                // Either our re-read sees that consumption (`notified` clear: we set it again
+                // below, with Release), or the consumer's search sees our push. Without it the
+                // worker consumes the flag, misses the task and sleeps: a lost wake-up (loom:
+                // `sync_notify_racing_wait`).
+                if !fenced {
+                    fenced = true;
+                    fence(Ordering::SeqCst);
+                    s = self.load_sync(Ordering::Relaxed);
+                    continue;
+                }
                 return;
             } else {
                 Wake::Nothing
@@ -196,6 +222,9 @@ impl<S: Spawner> Inner<S> {
                 match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         if s.notified() {
+                            // Pairs with the fence on `notify`'s fast path (see there): our
+                            // search below sees every push whose notify found `notified` set.
+                            fence(Ordering::SeqCst);
                             let waking = is_waking || s.state() == State::Signaled;
                             if leaving {
                                 // We consumed a wake meant for searching but leave to run the
@@ -263,6 +292,13 @@ impl<S: Spawner> Inner<S> {
                 Err(actual) => s = Sync(actual),
             }
         }
+        // Pairs with the fence in `park` (a Dekker pair, as `wake_one`'s): either the parking
+        // worker reads `Shutdown` after its fence, or our list read below sees its insertion
+        // (made before it parks) and unparks it. The CAS alone is not enough: a worker's `Sync`
+        // updates are only Acquire, so they do not order its list insertion before our read,
+        // and a worker that registered just before shutdown could park for good (loom:
+        // `sync_shutdown_racing_notify_and_spawn`).
+        fence(Ordering::SeqCst);
         // Every registered worker gets a token; one still registering will read `Shutdown`
         // in `wait` (its registration happened before its first `Sync` update).
         let mut worker = self.workers.load(Ordering::Acquire);

@@ -10,8 +10,13 @@
 //! 2. its own ring (FIFO);
 //! 3. the pool's injector (try-lock; takes up to half a ring in one go);
 //! 4. every other worker's ring, starting with the next one in the list, stealing half; and
-//!    when a victim's ring is empty, its LIFO slot (so a task parked in the slot of a worker
-//!    busy with a long task is never stranded).
+//!    when a victim's ring is empty, the oldest job of its join deque (`join::deque`), else its
+//!    LIFO slot (so a task parked in the slot of a worker busy with a long task is never
+//!    stranded).
+//!
+//! Before 3, a worker pops its own join deque (newest first): that deque is non-empty only
+//! while one of its `join`s runs its first closure, and a closure that waits (a latch, a
+//! stolen job) must still run the `b` it offered if nobody else does.
 //!
 //! [`ThreadPool::submit_lifo`]: super::ThreadPool::submit_lifo
 //!
@@ -33,7 +38,7 @@ use alloc::boxed::Box;
 use super::Inner;
 use crate::platform::{Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
-use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{fence, AtomicPtr, AtomicU32, Ordering};
 use crate::task::Task;
 
 /// Every this many searches, a worker looks at the injector before its own queues
@@ -62,6 +67,8 @@ pub(crate) struct Worker<S: Spawner> {
     lifo_streak: AtomicU32,
     /// The worker's own tasks.
     pub(crate) ring: Ring,
+    /// Fork-join jobs offered by `join` on this worker (owner LIFO, thieves take the oldest).
+    pub(crate) joins: crate::join::deque::JoinDeque,
     /// The worker sleeps on this.
     pub(crate) parker: S::Parker,
 }
@@ -91,6 +98,7 @@ impl<S: Spawner> Inner<S> {
             tick: AtomicU32::new(0),
             lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
+            joins: crate::join::deque::JoinDeque::new(),
             parker: self.spawner.new_parker(),
         });
         let worker = NonNull::from(Box::leak(worker));
@@ -203,6 +211,12 @@ impl<S: Spawner> Inner<S> {
 
     #[inline(never)]
     fn find_work_slow(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
+        // Our own join jobs, newest first: non-empty only while a `join` of ours waits inside
+        // its first closure (it helps), and the newest one belongs to the innermost join.
+        // SAFETY: `me` is this thread's own worker.
+        if let Some(task) = unsafe { me.joins.pop() } {
+            return Some((task, false));
+        }
         if let Some(found) = self.take_from_injector(me) {
             return Some(found);
         }
@@ -218,6 +232,10 @@ impl<S: Spawner> Inner<S> {
                     self.stats_steals.fetch_add(1, Ordering::Relaxed);
                     return Some((stolen.task, stolen.queued > 0));
                 }
+            } else if let Some(task) = v.joins.steal() {
+                // A fork-join job: the victim's oldest, the biggest piece it has left.
+                self.stats_steals.fetch_add(1, Ordering::Relaxed);
+                return Some((task, false));
             } else if !v.lifo.load(Ordering::Relaxed).is_null() {
                 // Acquire pairs with the owner's Release swap in `push_lifo`.
                 if let Some(task) = NonNull::new(v.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
@@ -236,20 +254,35 @@ impl<S: Spawner> Inner<S> {
             return None;
         }
         let mut consumer = self.injector.try_lock()?;
-        let first = consumer.pop()?;
-        // Room: at most half a ring, and no more than is free (the periodic check can come
-        // here with a non-empty ring).
-        let room = (CAPACITY - me.ring.len()).min(CAPACITY / 2);
-        let mut moved = 0;
-        while moved < room {
-            let Some(task) = consumer.pop() else { break };
-            // SAFETY: our own ring; `room` slots are free and only we push to it, so `push`
-            // cannot overflow.
-            let pushed = unsafe { me.ring.push(task) };
-            debug_assert!(pushed.is_ok());
-            moved += 1;
+        let found = consumer.pop().map(|first| {
+            // Room: at most half a ring, and no more than is free (the periodic check can come
+            // here with a non-empty ring).
+            let room = (CAPACITY - me.ring.len()).min(CAPACITY / 2);
+            let mut moved = 0;
+            while moved < room {
+                let Some(task) = consumer.pop() else { break };
+                // SAFETY: our own ring; `room` slots are free and only we push to it, so `push`
+                // cannot overflow.
+                let pushed = unsafe { me.ring.push(task) };
+                debug_assert!(pushed.is_ok());
+                moved += 1;
+            }
+            (first, moved > 0)
+        });
+        drop(consumer);
+        // The try-lock hand-off: while we held the consumer end, a worker that had consumed a
+        // notification (and so must see the notified push) may have failed `try_lock` and gone
+        // to sleep, trusting us to see the work; but we are not synchronised with that push
+        // and may have read a stale, empty queue. So after unlocking: SeqCst fence, re-check,
+        // and notify if anything is left. Either that worker's `try_lock` (after its own
+        // fence, in `wait_or`) saw our unlock and took the lock itself, or our re-check (after
+        // this fence) sees every push it was obliged to see. (Found by `c_tests/stress.c`'s
+        // burst test; `scheduler/README.md` has the argument.)
+        fence(Ordering::SeqCst);
+        if !self.injector.is_empty() {
+            self.notify(false);
         }
-        Some((first, moved > 0))
+        found
     }
 }
 

@@ -1,0 +1,132 @@
+//! The counting latch (wait group) for C hosts: `struct pool_latch`, caller-owned and of fixed
+//! size, so it can live on the stack or inside the host's own structs, with
+//! `pool_latch_init` / `_add` / `_done` / `_wait` / `_wait_global`, and `pool_fork` to submit
+//! the children of a recursive fork-join. It is the core
+//! [`CountLatch`] stored in place: C code writes fork-join without atomics of its own.
+//!
+//! Waiting on one of the pool's threads runs other queued tasks meanwhile (so a task that waits
+//! for the tasks it submitted never blocks them, however deep the nesting); waiting on any other
+//! thread parks it.
+//!
+//! Contract (as the Rust type's): `add` before the work that will call `done` is submitted; one
+//! `done` per unit added; `wait` once, by one thread; after `wait` returns, nothing touches the
+//! latch any more and it may be freed, or initialised again for reuse.
+
+use core::ffi::c_int;
+use core::mem::{align_of, size_of};
+use core::ptr::NonNull;
+
+use super::{borrow, boundary, checked_task, pool_status::*, status, CTask, Pool};
+use crate::{global, CountLatch};
+
+/// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
+/// for growth without changing the C ABI.
+pub const POOL_LATCH_WORDS: usize = 8;
+
+/// A counting latch (wait group). Treat as opaque; initialise with `pool_latch_init`.
+/// Caller-owned: on the stack, in your own struct, or on the heap; it must not move between
+/// `pool_latch_init` and the return of `pool_latch_wait`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PoolLatch {
+    /// Private storage.
+    pub opaque: [u64; POOL_LATCH_WORDS],
+}
+
+// The core latch fits in, and is no more aligned than, the C struct.
+static_assertions::const_assert!(size_of::<CountLatch>() <= size_of::<PoolLatch>());
+static_assertions::const_assert!(align_of::<CountLatch>() <= align_of::<PoolLatch>());
+
+/// The core latch inside a C latch.
+///
+/// # Safety
+/// `latch` was initialised by `pool_latch_init` and is live.
+unsafe fn core_latch<'a>(latch: NonNull<PoolLatch>) -> &'a CountLatch {
+    // SAFETY: size and alignment asserted above; `pool_latch_init` wrote a CountLatch there.
+    unsafe { &*latch.as_ptr().cast::<CountLatch>() }
+}
+
+/// Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
+/// outstanding. Returns POOL_ERR_INVALID for NULL.
+#[no_mangle]
+pub extern "C" fn pool_latch_init(latch: *mut PoolLatch) -> c_int {
+    boundary(|| {
+        let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        // SAFETY: non-null, writable, large and aligned enough (asserted above); not in use
+        // (the caller's contract), so overwriting without dropping is fine (a CountLatch owns
+        // nothing).
+        unsafe { latch.as_ptr().cast::<CountLatch>().write(CountLatch::new()) };
+        POOL_OK
+    })
+}
+
+/// Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
+/// Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
+/// completed or is completing): re-initialise it first.
+#[no_mangle]
+pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
+    boundary(|| {
+        let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised latch (pool.h contract).
+        let latch = unsafe { core_latch(latch) };
+        if latch.is_released() {
+            return POOL_ERR_INVALID;
+        }
+        latch.add(n);
+        POOL_OK
+    })
+}
+
+/// Marks one unit done (from any thread, typically at the end of a task). The last one wakes
+/// the waiter; after it, the latch may already be freed by the waiter, so touch it no more.
+/// Returns POOL_ERR_INVALID for NULL.
+#[no_mangle]
+pub extern "C" fn pool_latch_done(latch: *mut PoolLatch) -> c_int {
+    boundary(|| {
+        let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised latch; one `done` per added unit (pool.h contract).
+        unsafe { core_latch(latch).done() };
+        POOL_OK
+    })
+}
+
+/// Waits until every unit added has been marked done. On one of `pool`'s threads it runs other
+/// tasks meanwhile; on any other thread it parks. Call once per initialisation, from one thread.
+/// Returns POOL_ERR_INVALID for a NULL pool or latch.
+#[no_mangle]
+pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        // SAFETY: a live pool and an initialised latch (pool.h contract).
+        unsafe { borrow(pool).wait_for_latch(core_latch(latch)) };
+        POOL_OK
+    })
+}
+
+/// `pool_latch_wait` for work submitted with `pool_submit` (the global pool): helps on a
+/// global-pool thread, parks elsewhere.
+#[no_mangle]
+pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
+    boundary(|| {
+        let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised latch (pool.h contract).
+        global().wait_for_latch(unsafe { core_latch(latch) });
+        POOL_OK
+    })
+}
+
+/// Submits a task for fork-join: from one of `pool`'s threads it goes on that thread's own
+/// fork-join deque, which the thread runs newest-first while it waits in `pool_latch_wait`
+/// (depth-first, so recursive fork-join nests no deeper than the recursion) and from which idle
+/// threads steal the oldest; from any other thread it is `pool_submit_to`. Ownership as for
+/// `pool_submit`.
+#[no_mangle]
+pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        // SAFETY: a live pool; the task was checked; the caller's contract covers the rest.
+        status(unsafe { borrow(pool).submit_fork(task) })
+    })
+}

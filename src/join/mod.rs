@@ -1,0 +1,650 @@
+//! Fork-join: [`ThreadPool::join`], [`ThreadPool::scope`] and the stack jobs behind them.
+//! Design texts 001 (the fork-join pool: a Chase-Lev deque per worker, owner LIFO, thieves take
+//! the oldest) and 003 (help-until-complete on a worker, block-on elsewhere).
+//!
+//! # `join(a, b)` on a worker
+//! 1. `b` becomes a [`StackJob`] in the caller's frame (a `#[repr(C)]` struct with the core
+//!    [`Task`] first, the closure, the result slot and a [`Signal`]): no allocation.
+//! 2. Its task is pushed on the worker's **join deque** ([`deque`]), where idle workers can
+//!    steal it; a sleeping worker is woken only if one is idle or can still be started.
+//! 3. `a` runs inline.
+//! 4. If `b` is still the newest job of the deque, the worker takes it back (`pop_if`) and runs
+//!    it inline: the common case, a push and a pop on memory only this core touches. Otherwise
+//!    a thief has it: the worker runs other work until `b`'s signal is set
+//!    ([`ThreadPool::wait_for`]), sleeping in the pool's sleep protocol when there is none, so a
+//!    waiting worker never blocks queued work.
+//!
+//! # Why a join deque next to the ring (issue 4, item 2)
+//! Submitted tasks want FIFO (a stream of submits is served fairly) and cheap bulk stealing
+//! (the ring's steal-half); fork-join wants LIFO for the owner (the most recent job is the
+//! cache-hot one, and taking it back keeps the stack discipline) and the *oldest* job for
+//! thieves (the biggest piece left). One structure cannot give both safely: an owner pop at the
+//! ring's tail races steal-half's single CAS (the counterexample is in [`deque`]'s docs). So each
+//! worker has both: the ring for tasks, a Chase-Lev deque for join jobs. Thieves look at a
+//! victim's ring first, then its join deque, then its LIFO slot (`scheduler::worker`).
+//!
+//! Why not the LIFO slot alone (the other option in the brief): a nested join displaces the
+//! outer `b` from the slot into the ring, where it is found FIFO (oldest first): after `a`
+//! returns, the outer `b` is no longer in the slot, and the waiting worker would run the
+//! *oldest* queued job — an outer frame's, the biggest — nested deep in its stack. The deque
+//! keeps every `b` where its frame can take it back.
+//!
+//! # Missed wake-ups for join jobs
+//! A join push wakes a thread only when one is idle (or can be started) and no wake is in
+//! flight ([`notify_join`](crate::scheduler)); it does not take part in the `notified` flag.
+//! So a worker going to sleep at the same instant may miss a join job. That costs parallelism,
+//! never progress: the pushing worker is awake and takes its own job back (rayon makes the
+//! same trade for jobs pushed to a local deque; see `scheduler/README.md`, "Join jobs").
+//!
+//! # Called from outside the pool
+//! `join`/`scope` package the whole call as one stack job, submit it (the injector), and park
+//! the caller until it is done ([`ThreadPool::wait_for`]). If the pool cannot take work (shut
+//! down, no thread), the call runs on the caller, sequentially.
+//!
+//! # Panics (`std`)
+//! Each half runs under `catch_unwind`. A panic is re-raised in the caller only after both
+//! halves are finished (or, if `a` panicked and `b` was never started, after `b` was taken back
+//! and dropped unrun); if both panic, `a`'s panic wins, as in rayon. Without `std` nothing can be
+//! caught: a panic unwinding out of `a` while `b` may be running elsewhere would free a frame
+//! that `b` still uses, so it aborts instead.
+
+pub(crate) mod deque;
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+
+use crate::latch::{CountLatch, Signal};
+use crate::platform::Spawner;
+use crate::scheduler::worker::Worker;
+use crate::scheduler::ThreadPool;
+use crate::sync::UnsafeCell;
+use crate::task::Task;
+
+#[cfg(feature = "std")]
+type Panic = Box<dyn core::any::Any + Send + 'static>;
+
+/// What a job left in its result slot.
+enum JobResult<R> {
+    /// Not run (yet).
+    None,
+    Ok(R),
+    #[cfg(feature = "std")]
+    Panic(Panic),
+}
+
+/// Runs `f`, catching a panic where `std` allows it.
+#[inline(always)]
+fn call<R>(f: impl FnOnce() -> R) -> JobResult<R> {
+    #[cfg(feature = "std")]
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => JobResult::Ok(r),
+        Err(p) => JobResult::Panic(p),
+    }
+    #[cfg(not(feature = "std"))]
+    JobResult::Ok(f())
+}
+
+/// Re-raises a caught panic.
+#[cfg(feature = "std")]
+#[cold]
+fn resume(p: Panic) -> ! {
+    std::panic::resume_unwind(p)
+}
+
+/// Aborts if a panic unwinds through it (no `std`: nothing can catch, and queued work borrows
+/// the frame). Dropped only by unwinding: the normal path forgets it.
+#[cfg(not(feature = "std"))]
+struct AbortOnUnwind;
+
+#[cfg(not(feature = "std"))]
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        // A panic while panicking aborts.
+        panic!("pool: a panic unwound out of join/scope while work borrowing its frame was queued");
+    }
+}
+
+/// A job that lives in its waiter's stack frame: `Task` first (so the task pointer is the job
+/// pointer), the closure, its result, and the signal the waiter sleeps on.
+///
+/// Runs exactly once: by the thread that takes its task from a queue (the callback), or inline
+/// by its owner after taking it back; never both (the deque hands the task out once). The frame
+/// stays alive until the signal is set (the callback's last access) or the owner took it back.
+#[repr(C)]
+pub(crate) struct StackJob<F, R> {
+    task: Task,
+    signal: Signal,
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<JobResult<R>>,
+}
+
+impl<F, R> fmt::Debug for StackJob<F, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StackJob").field("signal", &self.signal).finish_non_exhaustive()
+    }
+}
+
+impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+    #[inline]
+    pub(crate) fn new(func: F) -> Self {
+        Self {
+            task: Task::new(Self::execute),
+            signal: Signal::new(),
+            func: UnsafeCell::new(Some(func)),
+            result: UnsafeCell::new(JobResult::None),
+        }
+    }
+
+    /// The job's task pointer, projected from a pointer to the whole job so that the callback
+    /// may turn it back into the job.
+    #[inline]
+    pub(crate) fn task(&self) -> NonNull<Task> {
+        let job: *const Self = self;
+        // SAFETY: `job` points to `self`, live; `task` is a field of it.
+        unsafe { NonNull::new_unchecked(ptr::addr_of!((*job).task).cast_mut()) }
+    }
+
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.signal
+    }
+
+    /// The task callback: runs the closure on the thread that dequeued the job.
+    unsafe extern "C" fn execute(task: *mut Task) {
+        // SAFETY: `task` is the first field of a live `StackJob<F, R>` (repr(C)); the owner
+        // keeps the frame alive until `signal` is set, below.
+        let job = unsafe { &*task.cast_const().cast::<Self>() };
+        // SAFETY: the job runs once (its task was dequeued once), so nobody else touches
+        // `func` or `result` until the signal is set.
+        let func = job.func.with_mut(|f| unsafe { (*f).take() });
+        let result = match func {
+            Some(f) => call(f),
+            None => JobResult::None,
+        };
+        // SAFETY: as above; the owner reads `result` only after the signal is set (Release).
+        job.result.with_mut(|r| unsafe { *r = result });
+        // SAFETY: set once per job. It is our last access: the owner may return right after.
+        unsafe { job.signal.set() };
+    }
+
+    /// Runs the closure on the owner's thread (the job was taken back or never queued).
+    #[inline]
+    pub(crate) fn run_inline(self) -> R {
+        // Not shared any more: the closure is ours.
+        let func = self.func.with_mut(|f| {
+            // SAFETY: the job is not queued and was never run, so we have exclusive access.
+            unsafe { (*f).take() }
+        });
+        match func {
+            Some(f) => f(),
+            None => unreachable!("a job taken back had already run"),
+        }
+    }
+
+    /// The result after the signal is set.
+    #[inline]
+    fn take_result(&self) -> JobResult<R> {
+        debug_assert!(self.signal.is_set());
+        // SAFETY: the signal is set (Acquire in `is_set`/`wait_for`): the runner is done with
+        // the job and its result write is visible.
+        self.result.with_mut(|r| unsafe { core::mem::replace(&mut *r, JobResult::None) })
+    }
+
+    /// The closure's value after the signal is set, re-raising its panic.
+    pub(crate) fn into_result(self) -> R {
+        match self.take_result() {
+            JobResult::Ok(r) => r,
+            #[cfg(feature = "std")]
+            JobResult::Panic(p) => resume(p),
+            JobResult::None => unreachable!("a finished job left no result"),
+        }
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Runs `a` and `b`, potentially in parallel, and returns both results.
+    ///
+    /// On one of this pool's workers, `a` runs inline and `b` is offered to other workers
+    /// without allocating; if nobody took it, this worker runs it after `a` (design notes:
+    /// `src/join/mod.rs`). From any other thread, the whole call runs on the pool
+    /// while the caller parks; if the pool cannot take work, it runs here, sequentially.
+    ///
+    /// With `std`, a panic in either closure is re-raised after both are finished.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool};
+    ///
+    /// fn fib(pool: &ThreadPool<pool::ThreadSpawner>, n: u64) -> u64 {
+    ///     if n < 2 { return n; }
+    ///     let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+    ///     a + b
+    /// }
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// assert_eq!(fib(&pool, 20), 6765);
+    /// # }
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        match self.current_worker() {
+            // SAFETY: `me` is this thread's worker of this pool.
+            Some(me) => unsafe { self.join_on_worker(me, a, b) },
+            None => self.join_cold(a, b),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn join_cold<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.run_on_pool(move || match self.current_worker() {
+            // SAFETY: as in `join`.
+            Some(me) => unsafe { self.join_on_worker(me, a, b) },
+            // The pool could not take the job: we are still on the caller's thread.
+            None => (a(), b()),
+        })
+    }
+
+    /// # Safety
+    /// `me` is the calling thread's own worker of this pool.
+    #[inline]
+    unsafe fn join_on_worker<A, B, RA, RB>(&self, me: &Worker<S>, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let job_b = StackJob::new(b);
+        let task_b = job_b.task();
+        // SAFETY: we own `me`'s deque; `job_b` stays in this frame until it was taken back or
+        // its signal is set (every path below waits for one or the other).
+        let pushed = unsafe { me.joins.push(task_b) };
+        if pushed {
+            self.inner().notify_join();
+        }
+        #[cfg(feature = "std")]
+        let ra = call(a);
+        #[cfg(not(feature = "std"))]
+        let ra = {
+            let guard = AbortOnUnwind;
+            let ra = JobResult::Ok(a());
+            core::mem::forget(guard);
+            ra
+        };
+        // SAFETY: we own the deque.
+        if !pushed || unsafe { me.joins.pop_if(task_b) } {
+            // `b` never left this thread.
+            return match ra {
+                JobResult::Ok(ra) => (ra, job_b.run_inline()),
+                #[cfg(feature = "std")]
+                JobResult::Panic(p) => {
+                    drop(job_b);
+                    resume(p)
+                }
+                JobResult::None => unreachable!(),
+            };
+        }
+        // A thief has `b` (or this thread's own help loop ran it while `a` waited): run other
+        // work until it is done.
+        self.wait_for(job_b.signal());
+        let rb = job_b.take_result();
+        match (ra, rb) {
+            (JobResult::Ok(ra), JobResult::Ok(rb)) => (ra, rb),
+            #[cfg(feature = "std")]
+            (JobResult::Panic(p), _) | (_, JobResult::Panic(p)) => resume(p),
+            _ => unreachable!("a finished join half left no result"),
+        }
+    }
+
+    /// Submits a task for fork-join: on one of this pool's workers it goes on that worker's
+    /// join deque (newest first for this worker, which runs it while it waits for a latch;
+    /// oldest first for thieves), like `join`'s second half; elsewhere, or when the deque is
+    /// full, as [`submit`](Self::submit).
+    ///
+    /// For recursive fork-join with latches ([`CountLatch`] + [`wait_for_latch`](Self::wait_for_latch),
+    /// or `pool_fork` + `pool_latch_wait` in C): a worker that waits runs its own newest forks
+    /// first, depth-first, so helping nests no deeper than the recursion. With plain `submit`
+    /// the children sit in the FIFO ring, a waiting worker runs the *oldest* queued task, which
+    /// waits in turn, and the nesting can grow with the number of queued tasks instead.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit) (never from a worker).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit).
+    pub unsafe fn submit_fork(&self, task: NonNull<Task>) -> Result<(), crate::Error> {
+        if let Some(me) = self.current_worker() {
+            // SAFETY: our own deque; the task meets `submit`'s contract (the caller's).
+            if unsafe { me.joins.push(task) } {
+                self.inner().notify_join();
+                return Ok(());
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.submit(task) }
+    }
+
+    /// Runs `f` on one of the pool's workers and parks the caller until it is done; runs it
+    /// here if the pool cannot take work. `f` must cope with both (it checks
+    /// `current_worker`).
+    fn run_on_pool<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        let job = StackJob::new(f);
+        // SAFETY: the job lives in this frame until its signal is set (we wait for it below);
+        // on error it was not queued and is still ours.
+        match unsafe { self.submit(job.task()) } {
+            Ok(()) => {
+                self.wait_for(job.signal());
+                job.into_result()
+            }
+            Err(_) => job.run_inline(),
+        }
+    }
+
+    /// Creates a scope for spawning work that borrows from the caller's frame; returns when
+    /// `op` and everything spawned in the scope (transitively) has finished.
+    ///
+    /// Spawned closures go to the pool's queues as tasks (one allocation each). The calling
+    /// worker runs other work while it waits; from outside the pool, the scope runs on the pool
+    /// and the caller parks. With `std`, the first panic (of `op`, else of a spawned closure)
+    /// is re-raised after everything finished.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let data: Vec<u64> = (1..=1000).collect();
+    /// let sum = AtomicU64::new(0);
+    /// pool.scope(|s| {
+    ///     for chunk in data.chunks(100) {
+    ///         let sum = &sum;
+    ///         s.spawn(move |_| { sum.fetch_add(chunk.iter().sum(), Ordering::Relaxed); });
+    ///     }
+    /// });
+    /// assert_eq!(sum.into_inner(), 500_500);
+    /// # }
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope, S>) -> R + Send,
+        R: Send,
+    {
+        if self.is_worker_thread() {
+            self.scope_here(op)
+        } else {
+            self.run_on_pool(move || self.scope_here(op))
+        }
+    }
+
+    /// The scope on the calling thread (a worker helps while it waits; another thread parks).
+    fn scope_here<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope, S>) -> R + Send,
+        R: Send,
+    {
+        let scope = Scope::new(self);
+        #[cfg(not(feature = "std"))]
+        let guard = AbortOnUnwind;
+        let result = call(|| op(&scope));
+        self.wait_for_latch(&scope.latch);
+        #[cfg(not(feature = "std"))]
+        core::mem::forget(guard);
+        match result {
+            JobResult::Ok(r) => {
+                #[cfg(feature = "std")]
+                if let Some(p) = scope.take_panic() {
+                    resume(p);
+                }
+                r
+            }
+            #[cfg(feature = "std")]
+            JobResult::Panic(p) => resume(p),
+            JobResult::None => unreachable!(),
+        }
+    }
+}
+
+/// A scope for spawning work that may borrow anything that outlives `'scope`. Created by
+/// [`ThreadPool::scope`] (or [`crate::scope`]); see there.
+pub struct Scope<'scope, S: Spawner> {
+    pool: *const ThreadPool<S>,
+    /// One unit per spawned job not finished yet (plus the latch's own "open" unit).
+    latch: CountLatch,
+    /// The first panic of a spawned job (a leaked `Box<Panic>`), null if none.
+    #[cfg(feature = "std")]
+    panic: crate::sync::AtomicPtr<Panic>,
+    /// Invariant in `'scope`, like rayon's: spawned closures may borrow for exactly `'scope`.
+    marker: PhantomData<ScopeMarker<'scope, S>>,
+}
+
+type ScopeMarker<'scope, S> = Box<dyn FnOnce(&Scope<'scope, S>) + Send + Sync + 'scope>;
+
+// SAFETY: the pool pointer is to a `Sync` pool that outlives the scope; the latch and the panic
+// slot are atomics; the marker is Send + Sync.
+unsafe impl<S: Spawner> Send for Scope<'_, S> {}
+// SAFETY: as above; `spawn` takes `&self` and is thread-safe.
+unsafe impl<S: Spawner> Sync for Scope<'_, S> {}
+
+impl<S: Spawner> fmt::Debug for Scope<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope").field("pending", &self.latch.pending()).finish_non_exhaustive()
+    }
+}
+
+impl<'scope, S: Spawner> Scope<'scope, S> {
+    fn new(pool: &ThreadPool<S>) -> Self {
+        Self {
+            pool,
+            latch: CountLatch::new(),
+            #[cfg(feature = "std")]
+            panic: crate::sync::AtomicPtr::new(ptr::null_mut()),
+            marker: PhantomData,
+        }
+    }
+
+    /// Spawns `f` into the scope: it runs on the pool (or here, if the pool cannot take work)
+    /// and the scope does not return before it finished. `f` gets the scope, to spawn more.
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope, S>) + Send + 'scope,
+    {
+        self.latch.add(1);
+        let job = Box::into_raw(Box::new(HeapJob { task: Task::new(HeapJob::<F, S>::execute), scope: self, func: f }));
+        // SAFETY: `job` is a live allocation; the task pointer is projected from the box's
+        // pointer so the callback may rebuild the box from it.
+        let task = unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job).task)) };
+        // SAFETY: `self.pool` outlives the scope (the scope lives inside the pool's `scope`).
+        let pool = unsafe { &*self.pool };
+        // SAFETY: the box lives until its callback runs (and frees it); the scope waits for
+        // the latch unit added above, so everything `f` borrows outlives the run.
+        if unsafe { pool.submit(task) }.is_err() {
+            // Not queued (the pool is shut down): still ours, run it here.
+            // SAFETY: the task was not queued; this is its one run.
+            unsafe { Task::run(task) };
+        }
+    }
+
+    #[cfg(feature = "std")]
+    fn record_panic(&self, p: Panic) {
+        let boxed = Box::into_raw(Box::new(p));
+        // AcqRel: the scope's owner takes the box after the latch (which orders this anyway).
+        if self
+            .panic
+            .compare_exchange(ptr::null_mut(), boxed, crate::sync::Ordering::AcqRel, crate::sync::Ordering::Relaxed)
+            .is_err()
+        {
+            // Not the first: dropped (only the first panic is re-raised).
+            // SAFETY: from Box::into_raw above, never shared.
+            drop(unsafe { Box::from_raw(boxed) });
+        }
+    }
+
+    #[cfg(feature = "std")]
+    fn take_panic(&self) -> Option<Panic> {
+        let p = self.panic.swap(ptr::null_mut(), crate::sync::Ordering::Acquire);
+        // SAFETY: a non-null pointer came from `record_panic`'s Box::into_raw, taken once.
+        NonNull::new(p).map(|p| *unsafe { Box::from_raw(p.as_ptr()) })
+    }
+}
+
+#[cfg(feature = "std")]
+impl<S: Spawner> Drop for Scope<'_, S> {
+    fn drop(&mut self) {
+        // A panic recorded but not re-raised (the scope body panicked too): free it.
+        drop(self.take_panic());
+    }
+}
+
+/// A spawned closure of a scope, boxed, with its task first.
+#[repr(C)]
+struct HeapJob<'scope, F, S: Spawner> {
+    task: Task,
+    scope: *const Scope<'scope, S>,
+    func: F,
+}
+
+impl<'scope, F, S> HeapJob<'scope, F, S>
+where
+    F: FnOnce(&Scope<'scope, S>) + Send + 'scope,
+    S: Spawner,
+{
+    unsafe extern "C" fn execute(task: *mut Task) {
+        // SAFETY: `task` is the first field of a leaked `Box<HeapJob<F, S>>` (repr(C)), run once.
+        let job = unsafe { Box::from_raw(task.cast::<Self>()) };
+        let HeapJob { scope, func, .. } = *job;
+        // SAFETY: the scope waits for this job's latch unit, released below, so it is alive.
+        let scope = unsafe { &*scope };
+        #[cfg(feature = "std")]
+        if let JobResult::Panic(p) = call(|| func(scope)) {
+            scope.record_panic(p);
+        }
+        #[cfg(not(feature = "std"))]
+        func(scope);
+        // SAFETY: one `done` per `add(1)` in `spawn`. Our last access to the scope.
+        unsafe { scope.latch.done() };
+    }
+}
+
+/// [`ThreadPool::join`] on the [`global`](crate::global) pool.
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 { return n; }
+///     let (a, b) = pool::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// assert_eq!(fib(20), 6765);
+/// ```
+#[cfg(feature = "std")]
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    crate::global().join(a, b)
+}
+
+/// [`ThreadPool::scope`] on the [`global`](crate::global) pool.
+///
+/// ```
+/// let mut halves = [0u64; 2];
+/// let (lo, hi) = halves.split_at_mut(1);
+/// pool::scope(|s| {
+///     s.spawn(|_| lo[0] = (1..=50).sum());
+///     s.spawn(|_| hi[0] = (51..=100).sum());
+/// });
+/// assert_eq!(halves[0] + halves[1], 5050);
+/// ```
+#[cfg(feature = "std")]
+pub fn scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope, crate::ThreadSpawner>) -> R + Send,
+    R: Send,
+{
+    crate::global().scope(op)
+}
+
+/// Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).
+#[cfg(loom)]
+#[doc(hidden)]
+#[allow(missing_docs, missing_debug_implementations, unreachable_pub, clippy::missing_safety_doc)]
+pub mod loom_api {
+    use core::ptr::NonNull;
+
+    use crate::task::Task;
+
+    /// Slots in a join deque under loom (4).
+    pub const DEQUE_CAPACITY: u32 = super::deque::CAPACITY;
+
+    /// A worker's join deque (`join::deque::JoinDeque`).
+    #[derive(Debug, Default)]
+    pub struct JoinDeque(super::deque::JoinDeque);
+
+    impl JoinDeque {
+        pub fn new() -> Self {
+            Self(super::deque::JoinDeque::new())
+        }
+        /// # Safety
+        /// As `JoinDeque::push`.
+        pub unsafe fn push(&self, task: NonNull<Task>) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { self.0.push(task) }
+        }
+        /// # Safety
+        /// As `JoinDeque::pop_if`.
+        pub unsafe fn pop_if(&self, task: NonNull<Task>) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { self.0.pop_if(task) }
+        }
+        /// # Safety
+        /// As `JoinDeque::pop`.
+        pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
+            // SAFETY: forwarded contract.
+            unsafe { self.0.pop() }
+        }
+        pub fn steal(&self) -> Option<NonNull<Task>> {
+            self.0.steal()
+        }
+    }
+
+    /// The stack job `join` builds for its second closure (`join::StackJob`).
+    pub struct StackJob<F, R>(super::StackJob<F, R>);
+
+    impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+        pub fn new(f: F) -> Self {
+            Self(super::StackJob::new(f))
+        }
+        pub fn task(&self) -> NonNull<Task> {
+            self.0.task()
+        }
+        pub fn signal(&self) -> &crate::Signal {
+            self.0.signal()
+        }
+        pub fn run_inline(self) -> R {
+            self.0.run_inline()
+        }
+        pub fn into_result(self) -> R {
+            self.0.into_result()
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! Internals exposed to the loom models in `tests/loom_*.rs`. Compiled only under `--cfg loom`.
+//!
+//! The queues and the `Sync` word are `pub(crate)`; the models are integration tests, so they
+//! reach them through the thin `pub` wrappers here, which add nothing but forwarding (the
+//! models must exercise exactly the code the pool runs). [`LoomSpawner`] is a [`Spawner`] on
+//! loom threads, so a whole [`ThreadPool`](crate::ThreadPool) runs inside `loom::model`.
+//!
+//! Not part of the API: `#[doc(hidden)]`, and absent from every normal build.
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub, clippy::missing_safety_doc)]
+
+extern crate std;
+
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+use alloc::vec::Vec;
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Mutex;
+use loom::thread::JoinHandle;
+
+use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::task::{Batch, Task};
+
+/// Slots in a ring under loom (4).
+pub const RING_CAPACITY: u32 = crate::queue::ring::CAPACITY;
+
+/// A worker's bounded ring (`queue::ring::Ring`).
+#[derive(Debug)]
+pub struct Ring(crate::queue::ring::Ring);
+
+impl Default for Ring {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ring {
+    pub fn new() -> Self {
+        Self(crate::queue::ring::Ring::new())
+    }
+
+    /// # Safety
+    /// As `Ring::push`: the owner only; `task` is the caller's.
+    pub unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.push(task) }
+    }
+
+    /// # Safety
+    /// As `Ring::pop`: the owner only.
+    pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.pop() }
+    }
+
+    /// Steal half of `self` into `dst`: the task to run now, and how many more were queued in
+    /// `dst`.
+    ///
+    /// # Safety
+    /// As `Ring::steal_into`: the caller owns `dst`, which is not `self`.
+    pub unsafe fn steal_into(&self, dst: &Ring) -> Option<(NonNull<Task>, u32)> {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.steal_into(&dst.0) }.map(|s| (s.task, s.queued))
+    }
+
+    pub fn len(&self) -> u32 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The pool's injector (`queue::injector::Injector`).
+#[derive(Debug)]
+pub struct Injector(crate::queue::injector::Injector);
+
+impl Default for Injector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Injector {
+    pub fn new() -> Self {
+        Self(crate::queue::injector::Injector::new())
+    }
+
+    /// `Err(())`: refused because the queue is closed (only with `external`).
+    #[allow(clippy::result_unit_err)]
+    pub fn push(&self, batch: Batch, external: bool) -> Result<(), ()> {
+        self.0.push(batch, external).map_err(|_| ())
+    }
+
+    pub fn close(&self) -> bool {
+        self.0.close()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn try_lock(&self) -> Option<Consumer<'_>> {
+        self.0.try_lock().map(Consumer)
+    }
+}
+
+/// The injector's consumer end, held until dropped.
+#[derive(Debug)]
+pub struct Consumer<'a>(crate::queue::injector::Consumer<'a>);
+
+impl Consumer<'_> {
+    pub fn pop(&mut self) -> Option<NonNull<Task>> {
+        self.0.pop()
+    }
+}
+
+/// The `Sync` word's states (mirror of `sync_word::State`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncState {
+    Pending,
+    Waking,
+    Signaled,
+    Shutdown,
+}
+
+impl From<crate::sync_word::State> for SyncState {
+    fn from(s: crate::sync_word::State) -> Self {
+        use crate::sync_word::State;
+        match s {
+            State::Pending => Self::Pending,
+            State::Waking => Self::Waking,
+            State::Signaled => Self::Signaled,
+            State::Shutdown => Self::Shutdown,
+        }
+    }
+}
+
+impl From<SyncState> for crate::sync_word::State {
+    fn from(s: SyncState) -> Self {
+        use crate::sync_word::State;
+        match s {
+            SyncState::Pending => State::Pending,
+            SyncState::Waking => State::Waking,
+            SyncState::Signaled => State::Signaled,
+            SyncState::Shutdown => State::Shutdown,
+        }
+    }
+}
+
+/// A snapshot of the packed `Sync` word (`sync_word::Sync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SyncWord(pub u32);
+
+impl SyncWord {
+    fn get(self) -> crate::sync_word::Sync {
+        crate::sync_word::Sync(self.0)
+    }
+    pub fn state(self) -> SyncState {
+        self.get().state().into()
+    }
+    pub fn notified(self) -> bool {
+        self.get().notified()
+    }
+    pub fn idle(self) -> u32 {
+        self.get().idle()
+    }
+    pub fn spawned(self) -> u32 {
+        self.get().spawned()
+    }
+    pub fn with_state(self, state: SyncState) -> Self {
+        Self(self.get().with_state(state.into()).0)
+    }
+    pub fn with_notified(self, notified: bool) -> Self {
+        Self(self.get().with_notified(notified).0)
+    }
+    pub fn inc_idle(self) -> Self {
+        Self(self.get().inc_idle().0)
+    }
+    pub fn dec_idle(self) -> Self {
+        Self(self.get().dec_idle().0)
+    }
+    pub fn inc_spawned(self) -> Self {
+        Self(self.get().inc_spawned().0)
+    }
+    pub fn dec_spawned(self) -> Self {
+        Self(self.get().dec_spawned().0)
+    }
+}
+
+/// A parker from loom's `Mutex<bool>` (the token) and `Condvar`, like the std
+/// `CondvarParker`.
+///
+/// (Not loom's `thread::park`/`Thread::unpark`: in loom an unpark that reaches a thread blocked
+/// on something else, a mutex or a join, makes it runnable and is then lost, which no real
+/// parker does.)
+#[derive(Debug)]
+pub struct LoomParker {
+    token: Mutex<bool>,
+    cond: loom::sync::Condvar,
+}
+
+impl Default for LoomParker {
+    fn default() -> Self {
+        Self { token: Mutex::new(false), cond: loom::sync::Condvar::new() }
+    }
+}
+
+impl Parker for LoomParker {
+    fn park(&self) {
+        let mut token = self.token.lock().unwrap();
+        while !*token {
+            token = self.cond.wait(token).unwrap();
+        }
+        *token = false;
+    }
+
+    fn park_timeout(&self, _timeout: core::time::Duration) {
+        // Loom has no clock: a timeout may expire at any moment, so model it as at once
+        // (allowed: returning early is in the contract), consuming a token if there is one.
+        *self.token.lock().unwrap() = false;
+        loom::thread::yield_now();
+    }
+
+    fn unpark(&self) {
+        *self.token.lock().unwrap() = true;
+        self.cond.notify_one();
+    }
+}
+
+loom::thread_local! {
+    static CURRENT_WORKER: Cell<*const ()> = Cell::new(core::ptr::null());
+}
+
+/// A [`Spawner`] on loom threads, with the same join discipline as the OS `ThreadSpawner`:
+/// `spawn` holds the handle list locked while it starts the thread and records the handle, and
+/// the new thread takes that lock once before running, so by the time a thread can tell the
+/// pool it is leaving, its handle is recorded and `join_all` joins it.
+#[derive(Debug)]
+pub struct LoomSpawner {
+    handles: loom::sync::Arc<Mutex<Vec<JoinHandle<()>>>>,
+    spawned: AtomicUsize,
+    joined: AtomicUsize,
+    /// Spawns allowed before `spawn` starts failing (for models of spawn failure).
+    spawn_budget: usize,
+}
+
+impl Default for LoomSpawner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LoomSpawner {
+    pub fn new() -> Self {
+        Self::with_spawn_budget(usize::MAX)
+    }
+
+    /// A spawner whose spawns fail after `budget` successful ones.
+    pub fn with_spawn_budget(budget: usize) -> Self {
+        Self {
+            handles: loom::sync::Arc::new(Mutex::new(Vec::new())),
+            spawned: AtomicUsize::new(0),
+            joined: AtomicUsize::new(0),
+            spawn_budget: budget,
+        }
+    }
+
+    /// Threads started so far.
+    pub fn spawned(&self) -> usize {
+        self.spawned.load(Ordering::Acquire)
+    }
+
+    /// Threads joined by `join_all` so far.
+    pub fn joined(&self) -> usize {
+        self.joined.load(Ordering::Acquire)
+    }
+
+    /// Handles recorded and not yet joined.
+    pub fn unjoined(&self) -> usize {
+        self.handles.lock().unwrap().len()
+    }
+}
+
+// SAFETY: `spawn` runs `start` once on a new loom thread iff it returns Ok; `join_all` joins
+// every recorded handle, and the gate (see the type's docs) makes sure a thread's handle is
+// recorded before the thread runs the pool's code; the current-worker slot is a loom
+// thread-local.
+unsafe impl Spawner for LoomSpawner {
+    type Parker = LoomParker;
+
+    fn new_parker(&self) -> LoomParker {
+        LoomParker::default()
+    }
+
+    fn spawn(&self, start: ThreadStart, _stack_size: usize) -> Result<(), SpawnError> {
+        let mut handles = self.handles.lock().unwrap();
+        if self.spawned.load(Ordering::Relaxed) >= self.spawn_budget {
+            return Err(SpawnError);
+        }
+        let gate = self.handles.clone();
+        let handle = loom::thread::spawn(move || {
+            drop(gate.lock().unwrap());
+            // SAFETY: handed to exactly one thread, run once.
+            unsafe { start.run() }
+        });
+        handles.push(handle);
+        self.spawned.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    fn join_all(&self) {
+        let handles = core::mem::take(&mut *self.handles.lock().unwrap());
+        for handle in handles {
+            handle.join().expect("a pool thread panicked");
+            self.joined.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    fn current_worker(&self) -> *const () {
+        CURRENT_WORKER.with(Cell::get)
+    }
+
+    fn set_current_worker(&self, worker: *const ()) {
+        CURRENT_WORKER.with(|c| c.set(worker));
+    }
+}
+
+/// A fixed set of no-op tasks for queue models: hands out pointers and maps them back to their
+/// index, so a model can count that every task came out exactly once.
+#[derive(Debug)]
+pub struct Tasks {
+    tasks: alloc::boxed::Box<[Task]>,
+}
+
+unsafe extern "C" fn never_run(_: *mut Task) {
+    unreachable!("queue-model tasks are only moved around, never run");
+}
+
+impl Tasks {
+    pub fn new(n: usize) -> Self {
+        Self { tasks: (0..n).map(|_| Task::new(never_run)).collect() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Task `i` as the pointer the queues take. The queues write only its atomic `next`.
+    pub fn ptr(&self, i: usize) -> NonNull<Task> {
+        NonNull::from(&self.tasks[i])
+    }
+
+    /// The index of a task pointer that came out of a queue; panics on anything else (a
+    /// garbage pointer, the injector's stub).
+    pub fn index_of(&self, task: NonNull<Task>) -> usize {
+        let base = self.tasks.as_ptr() as usize;
+        let addr = task.as_ptr() as usize;
+        let size = core::mem::size_of::<Task>();
+        assert!(
+            addr >= base && addr < base + self.tasks.len() * size && (addr - base) % size == 0,
+            "a queue returned a pointer that is not one of the model's tasks: {task:?}"
+        );
+        (addr - base) / size
+    }
+
+    /// A batch of the tasks `range`, in order.
+    pub fn batch(&self, range: core::ops::Range<usize>) -> Batch {
+        let mut b = Batch::new();
+        for i in range {
+            // SAFETY: the model hands each task to one queue at a time; `self` outlives it.
+            unsafe { b.push(self.ptr(i)) };
+        }
+        b
+    }
+}
+
+/// `loom::model(f)`, printing how many executions loom explored and how long it took (shown
+/// with `--nocapture`; the numbers the test docs quote come from here).
+pub fn model<F>(name: &str, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+    let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
+    let counter = runs.clone();
+    let start = std::time::Instant::now();
+    loom::model(move || {
+        counter.fetch_add(1, StdOrdering::Relaxed);
+        f();
+    });
+    std::eprintln!(
+        "loom model {name}: {} executions in {:.2?}",
+        runs.load(StdOrdering::Relaxed),
+        start.elapsed()
+    );
+}

@@ -1,0 +1,163 @@
+//! The async runtime core (design text 003): spawn futures on the pool, wake them, await or
+//! block on their [`JoinHandle`]; [`ThreadPool::block_on`] for the main thread and
+//! [`yield_now`]. No I/O, no timers; `no_std` + `alloc`, generic over the pool's platform.
+//!
+//! ```
+//! # #[cfg(feature = "std")] {
+//! use pool::{Config, ThreadPool};
+//! use std::sync::Arc;
+//!
+//! let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+//! let p = pool.clone();
+//! let total = pool.block_on(async move {
+//!     let handles: Vec<_> = (0..100u64)
+//!         .map(|i| {
+//!             let p2 = p.clone();
+//!             p.spawn_future(async move {
+//!                 pool::runtime::yield_now().await;
+//!                 // Tasks spawn and await tasks.
+//!                 p2.spawn_future(async move { i * 2 }).unwrap().await.unwrap()
+//!             })
+//!             .unwrap()
+//!         })
+//!         .collect();
+//!     let mut total = 0;
+//!     for h in handles {
+//!         total += h.await.unwrap();
+//!     }
+//!     total
+//! });
+//! assert_eq!(total, 9900);
+//! # }
+//! ```
+//!
+//! # A task
+//! One allocation per spawn (`raw.rs`): a header — the pool's intrusive [`Task`](crate::Task)
+//! first, then a packed atomic state word, a vtable, the pool pointer and the join slot —
+//! followed by the future, replaced in place by its output when it completes. The pool runs the
+//! task by calling the header's callback, which polls the future once. The state word
+//! (`state.rs`) packs SCHEDULED, RUNNING, NOTIFIED, COMPLETE, CANCELLED, JOIN_INTEREST,
+//! JOIN_WAKER and a reference count; every transition is one read-modify-write:
+//!
+//! ```text
+//!             wake (idle): +SCHEDULED, +1 ref (the queue's)
+//!   idle  ------------------------------------------------->  SCHEDULED (in a queue)
+//!    ^                                                              | worker dequeues:
+//!    | poll Pending, not NOTIFIED: -RUNNING, -1 ref                 | SCHEDULED -> RUNNING (xor)
+//!    |                                                              v
+//!    +-------------------------------------------------------  RUNNING --wake--> RUNNING+NOTIFIED
+//!                                                                   |                 |
+//!       poll Pending + NOTIFIED: -RUNNING -NOTIFIED +SCHEDULED, re-queued at the back <-+
+//!       poll Ready / cancelled:  RUNNING -> COMPLETE (xor), wake the join waiter, -1 ref
+//! ```
+//! * A task is queued at most once however many times it is woken: only the wake that finds
+//!   it idle sets SCHEDULED; a wake during a poll sets NOTIFIED and the poller re-queues it.
+//! * Wakers are the task pointer with a reference count (clone: +1, drop: -1), so a wake
+//!   allocates nothing; the waker in a poll's `Context` is borrowed (no count at all).
+//! * The `JoinHandle` holds a reference and JOIN_INTEREST. It owns the output once COMPLETE;
+//!   dropped first, it detaches and the completing thread drops the output instead.
+//! * [`JoinHandle::abort`]: an idle task is cancelled on the calling thread (it claims RUNNING
+//!   and drops the future), a queued or running one by the thread that runs it.
+//!
+//! # Scheduling (design text 003, on the pool's existing find-work order)
+//! * A task spawned or woken on one of the pool's workers goes to that worker's LIFO slot
+//!   ([`ThreadPool::submit_lifo`]): it runs next, cache-hot; the scheduler runs at most three
+//!   LIFO tasks in a row, then moves the slot's task to the back of the ring so older tasks
+//!   run. Elsewhere, tasks go to the injector.
+//! * A task woken **during its own poll** (a task that keeps waking itself, e.g. [`yield_now`])
+//!   is re-queued at the back of the ring, not the LIFO slot, so it cannot starve the tasks
+//!   queued behind it (tested in `tests/runtime.rs`, `self_waking_task_does_not_starve_others`).
+//! * The injector is checked every 61st search (fixed, as tokio). The text's EWMA-adaptive
+//!   interval and fair-share batch fetch (`len / workers`) are not done: a worker takes up to
+//!   half a ring from the injector. Nor is the 128-poll budget per tick: the text spends it on
+//!   timer and I/O maintenance, which this runtime does not have; fairness between tasks comes
+//!   from the rule above and the LIFO cap.
+//! * Parking: the text's `transitioning_to_park` flag guards a LIFO slot being filled for a
+//!   worker that is about to sleep. It cannot happen here: only the worker itself fills its
+//!   slot (so it is not asleep), the slot is stealable, and every submit goes through the
+//!   pool's `Sync`-word protocol, which has no lost wake-up (`scheduler/README.md`). No flag.
+//!
+//! # Waiting
+//! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join slot.
+//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on a
+//!   [`Signal`](crate::Signal) put in the join slot: the worker runs other tasks, typically the
+//!   joined task itself from its LIFO slot); elsewhere, spins briefly then parks.
+//! * [`ThreadPool::block_on`]: polls on the calling thread, spins briefly then parks on a parker
+//!   from the platform between polls.
+//!
+//! # Shutdown and the pool's lifetime
+//! * Once shutdown begins, a task that comes up to be polled is cancelled instead (its future
+//!   dropped, its `JoinHandle` reports cancelled), so shutdown finishes even with tasks that
+//!   wake each other forever. Tasks that are idle stay so.
+//! * The pool's memory lives until its last task is freed (see `pool.rs`), so a waker called
+//!   after the pool was shut down or dropped is safe: the pool refuses the task, and it is
+//!   cancelled on the waking thread. No leak, no use after free.
+//! * Unlike tokio, the runtime keeps no list of all tasks (that costs a lock or an atomic list
+//!   operation per spawn), so shutdown cannot cancel idle tasks. An idle task is freed when its
+//!   last waker and its `JoinHandle` are dropped; a task whose future keeps its own waker and
+//!   is never woken again is a reference cycle, as with `Arc`.
+//!
+//! # Panics
+//! With `std`, a panic in a future is caught; the task completes and its `JoinHandle` reports
+//! [`JoinError::is_panic`]. Without `std`, a panic in a task aborts (the pool's callbacks are
+//! `extern "C"`).
+
+mod block_on;
+mod join;
+mod pool;
+mod raw;
+mod state;
+
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom;
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+pub use join::{JoinError, JoinHandle};
+pub(crate) use pool::PoolRuntime;
+pub use pool::RuntimeStats;
+
+#[cfg(doc)]
+use crate::ThreadPool;
+
+/// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its
+/// worker's queue and other tasks run first.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let h = pool.spawn_future(async {
+///     for _ in 0..3 {
+///         pool::runtime::yield_now().await;
+///     }
+///     "done"
+/// }).unwrap();
+/// assert_eq!(h.join().unwrap(), "done");
+/// # }
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future returned by [`yield_now`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

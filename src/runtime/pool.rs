@@ -1,0 +1,251 @@
+//! The runtime on a [`ThreadPool`]: spawning ([`ThreadPool::spawn_future`]), the
+//! [`Schedule`] implementation that queues tasks on the pool, the pool's lifetime as seen by
+//! its tasks ([`PoolRuntime`]), and the runtime counters ([`RuntimeStats`]).
+//!
+//! # The pool outlives its tasks
+//! Every task holds a reference on the pool's shared state (`Inner`), taken at spawn and
+//! given back when the task is freed; the `ThreadPool` handle holds one more. Dropping the
+//! handle still shuts down and joins every thread as before, but the memory of `Inner` is freed
+//! by whichever goes last: the handle, or the last task. So a waker kept past the pool's end
+//! (by another thread, or by the main thread) stays safe to call: the pool refuses the task
+//! (the injector is closed), and the task is cancelled on the waking thread: its future is
+//! dropped there and its `JoinHandle` reports [`JoinError::is_cancelled`](super::JoinError).
+
+use core::fmt;
+use core::future::Future;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use super::raw::{self, Header, Schedule};
+use super::JoinHandle;
+use crate::latch::Signal;
+use crate::platform::Spawner;
+use crate::scheduler::{Error, Inner, ThreadPool};
+use crate::sync::{fence, AtomicUsize, CachePadded, Ordering};
+use crate::task::Task;
+
+/// Spins before a thread outside the pool parks in `JoinHandle::join`. 0, as `block_on`'s:
+/// on 2 cores a spinning joiner slows the worker it waits for (see `block_on.rs`).
+pub(crate) const JOIN_SPINS: u32 = 0;
+
+/// Per-pool runtime state, a field of the pool's `Inner`.
+pub(crate) struct PoolRuntime {
+    /// References to `Inner`: 1 for the `ThreadPool` handle + 1 per live task.
+    refs: CachePadded<AtomicUsize>,
+    /// Counters per worker index; the last entry counts work done outside the pool's threads.
+    counters: Box<[CachePadded<Counters>]>,
+}
+
+#[derive(Default)]
+struct Counters {
+    spawned: AtomicUsize,
+    polled: AtomicUsize,
+}
+
+impl fmt::Debug for PoolRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolRuntime").field("refs", &self.refs.load(Ordering::Relaxed)).finish_non_exhaustive()
+    }
+}
+
+impl PoolRuntime {
+    pub(crate) fn new(max_threads: usize) -> Self {
+        Self {
+            refs: CachePadded(AtomicUsize::new(1)),
+            counters: (0..=max_threads).map(|_| CachePadded(Counters::default())).collect::<Vec<_>>().into_boxed_slice(),
+        }
+    }
+
+    /// A task takes a reference on the pool.
+    #[inline]
+    fn acquire(&self) {
+        // Relaxed: a new reference from an existing one (the handle's, or a task's), as
+        // `Arc::clone`.
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a reference; true if it was the last (the caller frees `Inner`).
+    ///
+    /// The handle's drop calls this after shutdown has joined every thread.
+    #[inline]
+    pub(crate) fn release(&self) -> bool {
+        // Release + Acquire fence on the last, as `Arc`: everything any owner did happens
+        // before the free.
+        if self.refs.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::Acquire);
+            return true;
+        }
+        false
+    }
+
+    /// Counts one event for the calling thread: worker `index` (owner-only slot: a plain
+    /// load + store, no read-modify-write on the hot path), or the shared "outside" slot.
+    #[inline]
+    fn count(&self, index: Option<usize>, field: fn(&Counters) -> &AtomicUsize) {
+        match index {
+            Some(i) => {
+                let c = field(&self.counters[i]);
+                c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+            }
+            None => {
+                if let Some(last) = self.counters.last() {
+                    field(last).fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    fn snapshot(&self, c: &Counters) -> RuntimeStats {
+        RuntimeStats { spawned: c.spawned.load(Ordering::Relaxed), polled: c.polled.load(Ordering::Relaxed) }
+    }
+}
+
+/// Runtime counters (Relaxed; exact once the pool is idle). Lock-free to read, from any
+/// thread: [`ThreadPool::runtime_stats`] (total) and [`ThreadPool::runtime_worker_stats`]
+/// (one worker). Steals and parks are in the pool's [`Stats`](crate::Stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuntimeStats {
+    /// Futures spawned (accepted).
+    pub spawned: usize,
+    /// Polls started (a cancellation counts as one).
+    pub polled: usize,
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Spawns a future on the pool and returns its [`JoinHandle`]. One allocation (the task:
+    /// header, future and output in one block); none per wake or poll.
+    ///
+    /// From one of the pool's workers the task goes to that worker's LIFO slot (it runs next,
+    /// cache-hot); from elsewhere, to the injector.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit): [`Error::Shutdown`] from outside after shutdown began,
+    /// [`Error::Spawn`] if no thread could be started. The future is dropped.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool};
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let sum = pool.block_on(async {
+    ///     let a = pool.spawn_future(async { 1 }).unwrap();
+    ///     let b = pool.spawn_future(async { 2 }).unwrap();
+    ///     a.await.unwrap() + b.await.unwrap()
+    /// });
+    /// assert_eq!(sum, 3);
+    /// # }
+    /// ```
+    pub fn spawn_future<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Error>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let inner = self.inner();
+        let header = raw::allocate::<F, PoolScheduler<S>>(future, NonNull::from(inner).cast::<()>());
+        inner.runtime.acquire();
+        // SAFETY: a fresh task: SCHEDULED, with the queue's reference; valid until its callback
+        // runs (the queue's reference keeps it alive).
+        match unsafe { self.submit_lifo(Header::task(header)) } {
+            Ok(()) => {
+                inner.runtime.count(self.current_worker().map(|w| w.index), |c| &c.spawned);
+                // SAFETY: output type F::Output; the handle takes the handle's reference.
+                Ok(unsafe { JoinHandle::from_raw(header) })
+            }
+            Err(e) => {
+                // SAFETY: refused, so never queued: still only ours. Frees the task and its
+                // pool reference.
+                unsafe { raw::dealloc_unqueued(header) };
+                Err(e)
+            }
+        }
+    }
+
+    /// Total runtime counters (all workers and outside threads).
+    pub fn runtime_stats(&self) -> RuntimeStats {
+        let rt = &self.inner().runtime;
+        rt.counters.iter().fold(RuntimeStats::default(), |acc, c| {
+            let s = rt.snapshot(c);
+            RuntimeStats { spawned: acc.spawned.wrapping_add(s.spawned), polled: acc.polled.wrapping_add(s.polled) }
+        })
+    }
+
+    /// The counters of worker `index` (`0..max_threads`), or, for `index == max_threads`, of
+    /// work done on threads outside the pool. `None` beyond.
+    pub fn runtime_worker_stats(&self, index: usize) -> Option<RuntimeStats> {
+        let rt = &self.inner().runtime;
+        rt.counters.get(index).map(|c| rt.snapshot(c))
+    }
+}
+
+/// Queues tasks on a `ThreadPool<S>`; the scheduler pointer is its `Inner<S>`.
+pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
+
+impl<S: Spawner> PoolScheduler<S> {
+    /// A non-owning handle on the pool (never dropped, so it never shuts anything down).
+    ///
+    /// # Safety
+    /// `sched` is a live `Inner<S>` (a task holds a reference on it).
+    #[inline]
+    unsafe fn pool(sched: NonNull<()>) -> ManuallyDrop<ThreadPool<S>> {
+        ManuallyDrop::new(ThreadPool { inner: sched.cast::<Inner<S>>() })
+    }
+}
+
+// SAFETY: `schedule` is the pool's submit (its contract: Ok = runs exactly once); `Inner` lives
+// until `release` dropped the last task reference (and the handle's).
+unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
+    #[inline]
+    unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+        // SAFETY: the task holds a reference on `Inner`.
+        let pool = unsafe { Self::pool(sched) };
+        // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
+        // us), and alive until its callback runs (the queue's reference).
+        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.submit(task) } };
+        result.map_err(drop)
+    }
+
+    #[inline]
+    unsafe fn is_closed(sched: NonNull<()>) -> bool {
+        // SAFETY: as above.
+        unsafe { sched.cast::<Inner<S>>().as_ref() }.injector.is_closed()
+    }
+
+    unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
+        // SAFETY: as above.
+        let pool = unsafe { Self::pool(sched) };
+        if !pool.is_worker_thread() {
+            // Outside the pool: a short spin first (the task is usually short).
+            let mut spins = JOIN_SPINS;
+            while spins > 0 {
+                if signal.is_set() {
+                    return;
+                }
+                crate::sync::spin_hint();
+                spins -= 1;
+            }
+        }
+        pool.wait_for(signal);
+    }
+
+    #[inline]
+    unsafe fn on_poll(sched: NonNull<()>) {
+        // SAFETY: as above.
+        let pool = unsafe { Self::pool(sched) };
+        pool.inner().runtime.count(pool.current_worker().map(|w| w.index), |c| &c.polled);
+    }
+
+    unsafe fn release(sched: NonNull<()>) {
+        let inner = sched.cast::<Inner<S>>();
+        // SAFETY: our reference keeps it alive until this call.
+        if unsafe { inner.as_ref() }.runtime.release() {
+            // The handle was dropped (after joining every thread) and we were the last task:
+            // free the pool's memory, as the handle's drop would have.
+            // SAFETY: no thread and no other reference is left; `Inner` came from Box::leak.
+            drop(unsafe { Box::from_raw(inner.as_ptr()) });
+        }
+    }
+}

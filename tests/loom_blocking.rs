@@ -1,0 +1,292 @@
+//! Loom models of the blocking pool: submit vs idle-timeout exit vs shutdown, and spawn failure.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
+//! --target-dir target/loom --test loom_blocking`.
+//!
+//! The whole `BlockingPool` runs inside `loom::model` on a model platform defined here:
+//! * `ModelParker`: a loom `Mutex<bool>` + `Condvar` token. `park` blocks until a token;
+//!   `park_timeout` never blocks: loom has no time, so the keep-alive may expire at any
+//!   moment, and the model makes it expire at once (the earliest, most racy case). With no
+//!   clock in the config, every return without a notification is a timeout, so the thread
+//!   exits whenever it is not notified first: exactly the submit vs exit race.
+//! * `ModelSpawner`: loom threads, the same join discipline as `ThreadSpawner` (handles
+//!   recorded under a lock the new thread takes once before running), and a spawn budget to
+//!   inject failures (and to keep the models within loom's thread limit).
+//!
+//! A lost wake-up or a stranded task shows up as a deadlock (the model waits for every
+//! accepted task before shutting down), which loom reports; exactly-once is checked per task.
+#![cfg(loom)]
+
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread::JoinHandle;
+
+use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Parker, SpawnError, Spawner, Task, ThreadStart};
+
+/// A token parker on loom's mutex and condition variable; not tied to a thread, since the
+/// pool's slots outlive the threads that use them.
+#[derive(Debug, Default)]
+struct ModelParker {
+    token: Mutex<bool>,
+    cond: Condvar,
+    /// `park_timeout` blocks like `park` (a keep-alive that never expires in the model), so a
+    /// thread that parks while work waits and nobody notifies it is a loom deadlock.
+    endless_timeout: bool,
+}
+
+impl Parker for ModelParker {
+    fn park(&self) {
+        let mut token = self.token.lock().unwrap();
+        while !*token {
+            token = self.cond.wait(token).unwrap();
+        }
+        *token = false;
+    }
+
+    fn park_timeout(&self, _timeout: Duration) {
+        if self.endless_timeout {
+            return self.park();
+        }
+        // No time in loom: the timeout expires at once (early return is allowed).
+        *self.token.lock().unwrap() = false;
+        loom::thread::yield_now();
+    }
+
+    fn unpark(&self) {
+        *self.token.lock().unwrap() = true;
+        self.cond.notify_one();
+    }
+}
+
+loom::thread_local! {
+    static CURRENT: std::cell::Cell<*const ()> = std::cell::Cell::new(std::ptr::null());
+}
+
+struct ModelSpawner {
+    handles: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    budget: AtomicUsize,
+    endless_timeout: bool,
+}
+
+impl ModelSpawner {
+    /// Keep-alive expiring at once; at most `budget` thread starts.
+    fn new(budget: usize) -> Self {
+        Self { handles: Arc::new(Mutex::new(Vec::new())), budget: AtomicUsize::new(budget), endless_timeout: false }
+    }
+
+    /// Keep-alive never expiring: idle threads park until notified.
+    fn endless(budget: usize) -> Self {
+        Self { endless_timeout: true, ..Self::new(budget) }
+    }
+}
+
+// SAFETY: `spawn` runs `start` once on a new loom thread iff it returns Ok; `join_all` joins
+// every recorded handle, and a thread's handle is recorded before it runs the pool's code.
+unsafe impl Spawner for ModelSpawner {
+    type Parker = ModelParker;
+
+    fn new_parker(&self) -> ModelParker {
+        ModelParker { endless_timeout: self.endless_timeout, ..ModelParker::default() }
+    }
+
+    fn spawn(&self, start: ThreadStart, _stack_size: usize) -> Result<(), SpawnError> {
+        let mut handles = self.handles.lock().unwrap();
+        if self.budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1)).is_err() {
+            return Err(SpawnError);
+        }
+        let gate = self.handles.clone();
+        handles.push(loom::thread::spawn(move || {
+            drop(gate.lock().unwrap());
+            // SAFETY: handed to exactly one thread, run once.
+            unsafe { start.run() }
+        }));
+        Ok(())
+    }
+
+    fn join_all(&self) {
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap());
+        for h in handles {
+            h.join().expect("a pool thread panicked");
+        }
+    }
+
+    fn current_worker(&self) -> *const () {
+        CURRENT.with(|c| c.get())
+    }
+
+    fn set_current_worker(&self, worker: *const ()) {
+        CURRENT.with(|c| c.set(worker));
+    }
+}
+
+/// Completion counter the model thread can block on (a stranded task = a loom deadlock).
+#[derive(Default)]
+struct Done {
+    n: Mutex<usize>,
+    cond: Condvar,
+}
+
+impl Done {
+    fn add(&self) {
+        *self.n.lock().unwrap() += 1;
+        self.cond.notify_all();
+    }
+    fn wait_for(&self, n: usize) {
+        let mut g = self.n.lock().unwrap();
+        while *g < n {
+            g = self.cond.wait(g).unwrap();
+        }
+    }
+}
+
+#[repr(C)]
+struct Job {
+    header: BlockingTask,
+    ran: AtomicUsize,
+    cancelled: AtomicUsize,
+    done: Arc<Done>,
+}
+
+unsafe extern "C" fn job_run(task: *mut Task) {
+    // SAFETY: every task with this callback is the header of a live `Job`.
+    let job = unsafe { &*container_of!(task.cast::<BlockingTask>(), Job, header) };
+    job.ran.fetch_add(1, Ordering::Relaxed);
+    job.done.add();
+}
+
+unsafe extern "C" fn job_cancel(task: *mut Task) {
+    // SAFETY: as `job_run`.
+    let job = unsafe { &*container_of!(task.cast::<BlockingTask>(), Job, header) };
+    job.cancelled.fetch_add(1, Ordering::Relaxed);
+    job.done.add();
+}
+
+fn job(done: &Arc<Done>, mandatory: bool) -> Arc<Job> {
+    let mut header = BlockingTask::new(job_run).with_cancel(job_cancel);
+    if mandatory {
+        header = header.mandatory();
+    }
+    Arc::new(Job { header, ran: AtomicUsize::new(0), cancelled: AtomicUsize::new(0), done: done.clone() })
+}
+
+fn submit(pool: &BlockingPool<ModelSpawner>, job: &Arc<Job>) -> Result<(), Error> {
+    // SAFETY: the job is kept alive (Arc) until the model ends, after shutdown.
+    unsafe { pool.submit(NonNull::from(&job.header)) }
+}
+
+fn outcome(job: &Job) -> (usize, usize) {
+    (job.ran.load(Ordering::Relaxed), job.cancelled.load(Ordering::Relaxed))
+}
+
+fn config() -> BlockingConfig {
+    BlockingConfig { max_threads: 1, keep_alive: Duration::from_secs(1), stack_size: 0, clock: None }
+}
+
+/// A task submitted from another thread while the only thread runs, idles and exits on
+/// timeout: it is always run (the exiting thread comes back, or a new one starts).
+#[test]
+fn submit_vs_idle_timeout_exit() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config(), ModelSpawner::new(2)).unwrap());
+        let done = Arc::new(Done::default());
+        let (a, b) = (job(&done, false), job(&done, false));
+        submit(&pool, &a).unwrap();
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        let accepted = s.join().unwrap();
+        // With a budget of two starts, B is always accepted: a thread exists or can start.
+        assert_eq!(accepted, Ok(()));
+        done.wait_for(2);
+        pool.shutdown().unwrap();
+        assert_eq!((outcome(&a), outcome(&b)), ((1, 0), (1, 0)));
+        let m = pool.metrics();
+        assert_eq!((m.threads, m.idle_threads, m.queue_depth, m.tasks_run), (0, 0, 0, 2));
+        assert_eq!(m.threads_spawned, m.threads_exited);
+    });
+}
+
+/// A task submitted while the only thread (cap 1) goes idle with a keep-alive that never
+/// expires: the thread must see the task before it parks, or be notified; parking past it
+/// would never end (a loom deadlock). Then shutdown must wake the idle thread.
+#[test]
+fn submit_vs_going_idle() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config(), ModelSpawner::endless(1)).unwrap());
+        let done = Arc::new(Done::default());
+        let (a, b) = (job(&done, false), job(&done, false));
+        submit(&pool, &a).unwrap();
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        assert_eq!(s.join().unwrap(), Ok(()));
+        done.wait_for(2);
+        pool.shutdown().unwrap();
+        assert_eq!((outcome(&a), outcome(&b)), ((1, 0), (1, 0)));
+        let m = pool.metrics();
+        assert_eq!((m.threads, m.idle_threads, m.queue_depth, m.threads_spawned), (0, 0, 0, 1));
+    });
+}
+
+/// Shutdown racing a submit and the thread's timeout exit: every accepted task runs or is
+/// handed back exactly once (mandatory ones run), refused ones are untouched, and every
+/// thread is joined.
+#[test]
+fn shutdown_vs_submit_vs_exit() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config(), ModelSpawner::new(2)).unwrap());
+        let done = Arc::new(Done::default());
+        let (a, b) = (job(&done, true), job(&done, false));
+        submit(&pool, &a).unwrap();
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        pool.shutdown().unwrap();
+        let accepted = s.join().unwrap();
+        assert_eq!(outcome(&a), (1, 0), "the mandatory task runs");
+        match accepted {
+            Ok(()) => {
+                let (ran, cancelled) = outcome(&b);
+                assert_eq!(ran + cancelled, 1, "accepted task: ran {ran}, cancelled {cancelled}");
+            }
+            Err(Error::Shutdown) => assert_eq!(outcome(&b), (0, 0)),
+            Err(e) => panic!("{e:?}"),
+        }
+        let m = pool.metrics();
+        assert_eq!((m.threads, m.idle_threads, m.queue_depth), (0, 0, 0));
+        assert_eq!(m.threads_spawned, m.threads_exited);
+    });
+}
+
+/// Only one thread can ever start: a second submit either finds that thread (it comes back
+/// from its exit if needed) or, with no thread left, is refused with `Spawn`. An accepted
+/// task is never stranded.
+#[test]
+fn spawn_failure_vs_exit() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config(), ModelSpawner::new(1)).unwrap());
+        let done = Arc::new(Done::default());
+        let (a, b) = (job(&done, false), job(&done, false));
+        submit(&pool, &a).unwrap();
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        let accepted = s.join().unwrap();
+        match accepted {
+            Ok(()) => done.wait_for(2),
+            Err(Error::Spawn) => done.wait_for(1),
+            Err(e) => panic!("{e:?}"),
+        }
+        pool.shutdown().unwrap();
+        assert_eq!(outcome(&a), (1, 0));
+        assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
+        assert_eq!(pool.metrics().threads, 0);
+    });
+}

@@ -1,0 +1,269 @@
+//! Loom models of the async task state word (`src/runtime/raw.rs`): wake vs poll vs complete,
+//! abort vs poll, JoinHandle drop vs complete, wake vs shutdown. The task runs on a hand-driven
+//! queue (`pool::runtime::loom::ManualQueue`), so each model picks which thread polls, wakes,
+//! aborts or drops, and loom explores every interleaving of those operations on the real state
+//! word, join slot and stage. A lost wake-up shows as a loom deadlock (every thread parked or
+//! spinning); a double poll, a double drop or a leak as a failed count.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom_runtime`
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+use pool::loom_support::model;
+use pool::runtime::loom::{spawn, waker_of, ManualQueue};
+
+/// Counts drops.
+struct DropCount(Arc<AtomicUsize>);
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Pending on the first poll (after handing its waker out through `stash`, or waking itself),
+/// Ready(7) on the second. Counts polls; `_drop` counts the future's drop.
+struct TwoPolls {
+    polls: Arc<AtomicUsize>,
+    stash: Option<Arc<Mutex<Option<Waker>>>>,
+    _drop: DropCount,
+}
+
+impl Future for TwoPolls {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+        if self.polls.fetch_add(1, Ordering::AcqRel) > 0 {
+            return Poll::Ready(7);
+        }
+        match &self.stash {
+            Some(stash) => *stash.lock().unwrap() = Some(cx.waker().clone()),
+            None => cx.waker().wake_by_ref(),
+        }
+        Poll::Pending
+    }
+}
+
+/// Polls `f` on this loom thread, parking between polls (loom's `future` feature is off).
+fn block_on<F: Future>(f: F) -> F::Output {
+    struct ThreadWaker(thread::Thread);
+    impl std::task::Wake for ThreadWaker {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(std::sync::Arc::new(ThreadWaker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        thread::park();
+    }
+}
+
+fn counters() -> (Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)))
+}
+
+/// Runs the queue until `polls` reaches `n`.
+fn run_until_polled(q: &ManualQueue, polls: &AtomicUsize, n: usize) {
+    while polls.load(Ordering::Acquire) < n {
+        if !q.run_one() {
+            thread::yield_now();
+        }
+    }
+}
+
+#[test]
+fn runtime_wake_vs_poll_vs_complete() {
+    // Interleaving: the poller's first poll hands the waker out; the waker thread wakes it
+    // while that poll is still running (NOTIFIED: the poller re-queues it), or after the poll
+    // returned (idle: the wake queues it); meanwhile main awaits the JoinHandle, whose waker
+    // registration races with completion. Exactly two polls, one output, nothing leaked.
+    model("runtime_wake_vs_poll_vs_complete", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let h = spawn(&q, TwoPolls { polls: polls.clone(), stash: Some(stash.clone()), _drop: DropCount(drops.clone()) });
+        let waker_thread = thread::spawn(move || loop {
+            let w = stash.lock().unwrap().take();
+            match w {
+                Some(w) => return w.wake(),
+                None => thread::yield_now(),
+            }
+        });
+        let (q2, p2) = (q.clone(), polls.clone());
+        let poller = thread::spawn(move || run_until_polled(&q2, &p2, 2));
+        assert_eq!(block_on(h).unwrap(), 7);
+        waker_thread.join().unwrap();
+        poller.join().unwrap();
+        assert_eq!(polls.load(Ordering::Acquire), 2);
+        assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.scheduled(), 2, "queued once at spawn, once by the wake");
+        assert_eq!(q.live(), 0, "the task was freed");
+    });
+}
+
+#[test]
+fn runtime_concurrent_wakes_queue_once() {
+    // Interleaving: two threads wake the same idle task by reference at once: only the wake
+    // that finds it idle queues it (one SCHEDULED, one queue reference).
+    model("runtime_concurrent_wakes_queue_once", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let h = spawn(&q, TwoPolls { polls: polls.clone(), stash: Some(stash.clone()), _drop: DropCount(drops.clone()) });
+        q.run_one();
+        let w = stash.lock().unwrap().take().unwrap();
+        let w2 = w.clone();
+        let t = thread::spawn(move || w2.wake_by_ref());
+        w.wake_by_ref();
+        t.join().unwrap();
+        assert_eq!(q.len(), 1);
+        q.run_all();
+        assert_eq!(polls.load(Ordering::Acquire), 2);
+        drop(w);
+        assert_eq!(block_on(h).unwrap(), 7);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_abort_vs_poll() {
+    // Interleaving: the poller runs a task that wakes itself during its first poll (NOTIFIED,
+    // re-queued) while another thread aborts it: before the first poll (run cancels), during a
+    // poll (CANCELLED while RUNNING: the poller cancels after Pending), between polls (queued:
+    // cancelled when dequeued) or after completion (no-op). The future is dropped exactly once;
+    // the handle sees the output or Cancelled.
+    model("runtime_abort_vs_poll", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let h = Arc::new(spawn(&q, TwoPolls { polls: polls.clone(), stash: None, _drop: DropCount(drops.clone()) }));
+        let h2 = h.clone();
+        let aborter = thread::spawn(move || h2.abort());
+        let q2 = q.clone();
+        let poller = thread::spawn(move || q2.run_all());
+        aborter.join().unwrap();
+        poller.join().unwrap();
+        q.run_all();
+        let h = Arc::try_unwrap(h).ok().unwrap();
+        match block_on(h) {
+            Ok(v) => {
+                assert_eq!(v, 7);
+                assert_eq!(polls.load(Ordering::Acquire), 2);
+            }
+            Err(e) => assert!(e.is_cancelled()),
+        }
+        assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_abort_idle_vs_wake() {
+    // Interleaving: the task is idle with its waker handed out; one thread aborts (claims
+    // RUNNING, drops the future on its own thread) while another wakes it (queues it, or finds
+    // it running/complete). Never polled again after the abort claimed it; dropped once.
+    model("runtime_abort_idle_vs_wake", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let h = Arc::new(spawn(&q, TwoPolls { polls: polls.clone(), stash: Some(stash.clone()), _drop: DropCount(drops.clone()) }));
+        q.run_one();
+        let w = stash.lock().unwrap().take().unwrap();
+        let h2 = h.clone();
+        let aborter = thread::spawn(move || h2.abort());
+        w.wake();
+        aborter.join().unwrap();
+        q.run_all();
+        let h = Arc::try_unwrap(h).ok().unwrap();
+        match block_on(h) {
+            Ok(v) => assert_eq!(v, 7),
+            Err(e) => assert!(e.is_cancelled()),
+        }
+        assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_join_handle_drop_vs_complete() {
+    // Interleaving: the task completes on one thread while main drops its JoinHandle. If the
+    // handle goes first, the completing thread drops the output; if the task completes first,
+    // the handle's drop does. Exactly one of them drops it; the task is freed once.
+    model("runtime_join_handle_drop_vs_complete", || {
+        let q = ManualQueue::new();
+        let out_drops = Arc::new(AtomicUsize::new(0));
+        let od = out_drops.clone();
+        let h = spawn(&q, async move { DropCount(od) });
+        let q2 = q.clone();
+        let runner = thread::spawn(move || q2.run_all());
+        drop(h);
+        runner.join().unwrap();
+        assert_eq!(out_drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_join_waker_vs_complete() {
+    // Interleaving: main polls the JoinHandle twice with different wakers (registers, then
+    // replaces the join waiter: clear JOIN_WAKER, write, set) while the task completes on
+    // another thread and takes the waiter out. No torn slot, no lost completion.
+    model("runtime_join_waker_vs_complete", || {
+        let q = ManualQueue::new();
+        let mut h = spawn(&q, async { 5u32 });
+        let q2 = q.clone();
+        let runner = thread::spawn(move || q2.run_all());
+        let (polls, drops) = counters();
+        let other = ManualQueue::new();
+        let dummy = spawn(&other, TwoPolls { polls, stash: None, _drop: DropCount(drops) });
+        let w1 = waker_of(&dummy);
+        let mut cx = Context::from_waker(&w1);
+        let first = Pin::new(&mut h).poll(&mut cx);
+        let out = match first {
+            Poll::Ready(v) => v,
+            Poll::Pending => block_on(&mut h),
+        };
+        assert_eq!(out.unwrap(), 5);
+        runner.join().unwrap();
+        drop(h);
+        drop(w1);
+        drop(dummy);
+        other.close();
+        other.run_all();
+        assert_eq!(q.live(), 0);
+        assert_eq!(other.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_wake_vs_shutdown() {
+    // Interleaving: a waker queues an idle task while another thread closes the queue (pool
+    // shutdown): the wake is accepted (then the run cancels it: closed) or refused (the waking
+    // thread cancels it). Either way the future is dropped once and the handle sees the output
+    // (if it ran before the close) or Cancelled.
+    model("runtime_wake_vs_shutdown", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let h = spawn(&q, TwoPolls { polls: polls.clone(), stash: Some(stash.clone()), _drop: DropCount(drops.clone()) });
+        q.run_one();
+        let w = stash.lock().unwrap().take().unwrap();
+        let q2 = q.clone();
+        let closer = thread::spawn(move || q2.close());
+        w.wake();
+        closer.join().unwrap();
+        q.run_all();
+        let r = block_on(h);
+        assert!(r.as_ref().map_or_else(|e| e.is_cancelled(), |v| *v == 7));
+        assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
