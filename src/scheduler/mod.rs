@@ -449,6 +449,9 @@ impl<S: Spawner> ThreadPool<S> {
         // (their CAS on the injector's tail came before `close`) but were still linking while
         // the workers drained and left (the consumer reports such a queue empty). Wait those
         // out, then run what is left here (loom: `sync_external_submit_racing_shutdown`).
+        // Workers already wait for half-linked pushes before leaving, so this is normally
+        // empty; it matters when no thread was ever started.
+        let mut spins = 0;
         loop {
             if let Some(mut consumer) = inner.injector.try_lock() {
                 if let Some(task) = consumer.pop() {
@@ -461,7 +464,7 @@ impl<S: Spawner> ThreadPool<S> {
             if inner.injector.is_settled_empty() {
                 break;
             }
-            crate::sync::spin_hint();
+            worker::backoff(&inner.join_parker, &mut spins);
         }
         Ok(())
     }

@@ -190,6 +190,10 @@ impl<S: Spawner> Inner<S> {
         let mut s = self.load_sync(Ordering::Relaxed);
         loop {
             if s.state() == State::Shutdown {
+                // `s` may come from a Relaxed load: Acquire pairs with `begin_shutdown`'s
+                // AcqRel CAS, so the drain that follows sees every push made before shutdown
+                // (found by Miri: tests/stress.rs tree_with_immediate_shutdown).
+                fence(Ordering::Acquire);
                 return Waited::Shutdown;
             }
             let leaving = is_done();

@@ -36,7 +36,7 @@ use core::ptr::{self, NonNull};
 use alloc::boxed::Box;
 
 use super::Inner;
-use crate::platform::{Spawner, ThreadStart};
+use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
 use crate::sync::{fence, AtomicPtr, AtomicU32, Ordering};
 use crate::task::Task;
@@ -119,6 +119,7 @@ impl<S: Spawner> Inner<S> {
     /// shutdown, run what is left and exit.
     fn run(&self, me: &Worker<S>) {
         let mut is_waking = false;
+        let mut drain_spins = 0;
         loop {
             match self.wait(me, is_waking) {
                 Ok(waking) => is_waking = waking,
@@ -126,6 +127,13 @@ impl<S: Spawner> Inner<S> {
                     // Drain: queued work still runs after shutdown began.
                     Some((task, _)) => {
                         self.run_task(task);
+                        continue;
+                    }
+                    // A submit accepted before the injector closed may still be linking its
+                    // batch in: wait for it here, so its tasks run on a worker (where their
+                    // own submits are accepted), not on the thread that shuts down.
+                    None if !self.injector.is_settled_empty() => {
+                        backoff(&me.parker, &mut drain_spins);
                         continue;
                     }
                     None => return,
@@ -283,6 +291,17 @@ impl<S: Spawner> Inner<S> {
             self.notify(false);
         }
         found
+    }
+}
+
+/// Waiting for another thread's few instructions (a half-linked push): spin a little, then
+/// sleep briefly, so a host without preemption still lets the other thread finish.
+pub(crate) fn backoff<P: Parker>(parker: &P, spins: &mut u32) {
+    if *spins < 64 {
+        *spins += 1;
+        crate::sync::spin_hint();
+    } else {
+        parker.park_timeout(core::time::Duration::from_micros(50));
     }
 }
 
