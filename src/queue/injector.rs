@@ -152,6 +152,27 @@ impl Injector {
             && self.stub.load_next(Ordering::Acquire).is_null()
     }
 
+    /// Whether a task is ready to pop right now: the consumer end is free and the oldest node
+    /// is linked (not the stub with nothing behind it, not the last node of a push that is
+    /// still linking). Used by a consumer after it unlocked (see `take_from_injector`): a
+    /// half-linked push notifies when it links, and a current lock holder re-checks after
+    /// its own unlock, so neither needs a notification from us.
+    pub(crate) fn has_ready(&self) -> bool {
+        let head = self.head.load(Ordering::Acquire);
+        if head == locked() {
+            return false;
+        }
+        let stub = self.stub_ptr();
+        let node = if head.is_null() { stub } else { head };
+        // SAFETY: `node` is the stub or the oldest unconsumed node, which stays queued (and
+        // valid) until a consumer pops it; we only read its atomic link.
+        let next = unsafe { (*node).load_next(Ordering::Acquire) };
+        if node == stub {
+            return !next.is_null();
+        }
+        !next.is_null() || self.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED) == node
+    }
+
     /// Whether the queue is empty *and* no push is half-way (its CAS on `tail` done, its link
     /// not yet stored), so `None` from `pop` can be trusted.
     ///

@@ -449,8 +449,10 @@ impl<S: Spawner> ThreadPool<S> {
         // (their CAS on the injector's tail came before `close`) but were still linking while
         // the workers drained and left (the consumer reports such a queue empty). Wait those
         // out, then run what is left here (loom: `sync_external_submit_racing_shutdown`).
-        // Workers already wait for half-linked pushes before leaving, so this is normally
-        // empty; it matters when no thread was ever started.
+        // Such a task runs on this thread, so its own submits are refused (Error::Shutdown):
+        // it was accepted concurrently with shutdown. (Waiting for the link on the workers
+        // instead would need a spin on plain loads, which loom shows may never end under the
+        // memory model; here `join_all` has synchronised with every worker first.)
         let mut spins = 0;
         loop {
             if let Some(mut consumer) = inner.injector.try_lock() {

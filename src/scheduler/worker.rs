@@ -119,7 +119,6 @@ impl<S: Spawner> Inner<S> {
     /// shutdown, run what is left and exit.
     fn run(&self, me: &Worker<S>) {
         let mut is_waking = false;
-        let mut drain_spins = 0;
         loop {
             match self.wait(me, is_waking) {
                 Ok(waking) => is_waking = waking,
@@ -129,13 +128,8 @@ impl<S: Spawner> Inner<S> {
                         self.run_task(task);
                         continue;
                     }
-                    // A submit accepted before the injector closed may still be linking its
-                    // batch in: wait for it here, so its tasks run on a worker (where their
-                    // own submits are accepted), not on the thread that shuts down.
-                    None if !self.injector.is_settled_empty() => {
-                        backoff(&me.parker, &mut drain_spins);
-                        continue;
-                    }
+                    // A submit accepted just before the injector closed may still be linking
+                    // its batch; `shutdown` waits for it after joining us and runs it itself.
                     None => return,
                 },
             }
@@ -282,12 +276,15 @@ impl<S: Spawner> Inner<S> {
         // notification (and so must see the notified push) may have failed `try_lock` and gone
         // to sleep, trusting us to see the work; but we are not synchronised with that push
         // and may have read a stale, empty queue. So after unlocking: SeqCst fence, re-check,
-        // and notify if anything is left. Either that worker's `try_lock` (after its own
-        // fence, in `wait_or`) saw our unlock and took the lock itself, or our re-check (after
-        // this fence) sees every push it was obliged to see. (Found by `c_tests/stress.c`'s
-        // burst test; `scheduler/README.md` has the argument.)
+        // and notify if a task is ready. Either that worker's `try_lock` (after its own fence,
+        // in `wait_or`) saw our unlock and took the lock itself, or our re-check (after this
+        // fence) sees every push it was obliged to see. `has_ready` ignores a half-linked push
+        // (its pusher notifies after linking) and a lock taken since (that holder re-checks in
+        // turn): notifying for those made two workers spin on each other's notifications
+        // until the pusher ran (loom). (Found by `c_tests/stress.c`'s burst test;
+        // `scheduler/README.md` has the argument.)
         fence(Ordering::SeqCst);
-        if !self.injector.is_empty() {
+        if self.injector.has_ready() {
             self.notify(false);
         }
         found
@@ -297,7 +294,10 @@ impl<S: Spawner> Inner<S> {
 /// Waiting for another thread's few instructions (a half-linked push): spin a little, then
 /// sleep briefly, so a host without preemption still lets the other thread finish.
 pub(crate) fn backoff<P: Parker>(parker: &P, spins: &mut u32) {
-    if *spins < 64 {
+    // Under loom a spin is a yield to the other threads already: one per round keeps the
+    // models' branch counts bounded.
+    const SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
+    if *spins < SPINS {
         *spins += 1;
         crate::sync::spin_hint();
     } else {
