@@ -20,7 +20,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-rust test-c test-c-valgrind test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header demo test test-rust test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
@@ -80,6 +80,24 @@ test-rust:
 	$(CARGO) test --release --no-default-features --lib
 	$(CARGO) test --release --features capi
 
+# The C programs built with gcc's AddressSanitizer + UBSan (instruments the C side; the Rust
+# inside libpool.a is covered by TSan/Miri below), at 10% scale.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+test-c-asan: $(LIB) $(HEADER)
+	@mkdir -p $(BUILD)/asan
+	@set -e; for src in $(wildcard c_tests/*.c); do t=$(BUILD)/asan/$$(basename $$src .c); \
+	  $(CC) -std=c11 -O1 -g $(CWARN) $(ASAN_FLAGS) -Iinclude $$src $(LIB) $(LDLIBS) -o $$t; \
+	  echo "== asan $$t"; POOL_TEST_SCALE=0.1 ASAN_OPTIONS=detect_leaks=1 ./$$t | tail -n 1; done
+
+# ThreadSanitizer over the Rust stress and fault tests (nightly, std rebuilt instrumented).
+TSAN_SCALE ?= 0.05
+test-tsan:
+	@if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q rust-src; then \
+	  echo "SKIP: nightly rust-src not installed"; exit 0; fi; \
+	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" POOL_STRESS_SCALE=$(TSAN_SCALE) \
+	  $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
+	  --release --test stress --test faults --test latch
+
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
@@ -96,10 +114,12 @@ test-nostd:
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
 
-test: check-header test-rust test-c test-c-valgrind test-loom test-miri test-nostd test-nostd-example test-zig test-install
+test: check-header test-rust test-c test-c-asan test-c-valgrind test-loom test-miri test-tsan test-nostd test-nostd-example test-zig test-install
 	@echo "make test: all green"
 
 verify: test
+	$(MAKE) test-tsan TSAN_SCALE=1
+	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
 bench:

@@ -142,7 +142,8 @@ macro_rules! container_of {
 
 /// An intrusive singly linked list of tasks, scheduled together with one queue operation.
 ///
-/// Pushing appends, so a batch runs roughly in the order it was built. A batch does not own
+/// Pushing appends, so a batch runs roughly in the order it was built. Invariant: the tail's
+/// `next` is null (the injector relies on it when it links a batch in). A batch does not own
 /// its tasks; dropping a non-empty batch forgets them (they never run), so submit it.
 ///
 /// ```
@@ -178,6 +179,7 @@ impl fmt::Debug for Batch {
 }
 
 impl From<NonNull<Task>> for Batch {
+    #[inline]
     fn from(task: NonNull<Task>) -> Self {
         // SAFETY: `task` is exclusively the caller's to hand over (submission contract).
         unsafe { task.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };

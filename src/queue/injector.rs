@@ -88,8 +88,8 @@ impl Injector {
     #[inline]
     pub(crate) fn push(&self, batch: Batch, external: bool) -> Result<(), Closed> {
         let (Some(first), Some(last)) = (batch.head, batch.tail) else { return Ok(()) };
-        // SAFETY: the batch's tasks are exclusively ours until the CAS publishes them.
-        unsafe { last.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };
+        // `last.next` is already null (a `Batch` keeps its tail's link null), and that store
+        // happened before the CAS below publishes the batch.
         let mut tail = self.tail.load(Ordering::Relaxed);
         loop {
             let closed = tail.addr() & CLOSED;
@@ -97,7 +97,7 @@ impl Injector {
                 return Err(Closed);
             }
             let new = last.as_ptr().map_addr(|a| a | closed);
-            // AcqRel: Release publishes `last.next = null` (and the batch's links) to the next
+            // AcqRel: Release publishes `last.next == null` (and the batch's links) to the next
             // producer, which will store into `last.next`; Acquire makes the previous
             // producer's `prev.next = null` happen before our store into it below.
             match self.tail.compare_exchange_weak(tail, new, Ordering::AcqRel, Ordering::Relaxed) {

@@ -287,6 +287,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Safety
     /// Every task of the batch meets [`submit`](Self::submit)'s contract.
+    #[inline]
     pub unsafe fn submit_batch(&self, mut batch: Batch) -> Result<(), Error> {
         if batch.is_empty() {
             return Ok(());

@@ -61,7 +61,8 @@ pub(crate) struct Worker<S: Spawner> {
     pub(crate) index: usize,
     /// The newest task scheduled LIFO on this worker; stealable when the ring is empty.
     pub(crate) lifo: AtomicPtr<Task>,
-    /// Searches so far (owner-only: atomic only so `Worker` is `Sync`; Relaxed load/store).
+    /// Searches left until the next injector-first search (owner-only: atomic only so
+    /// `Worker` is `Sync`; Relaxed load/store).
     tick: AtomicU32,
     /// LIFO-slot tasks run in a row (owner-only, as `tick`).
     lifo_streak: AtomicU32,
@@ -153,9 +154,10 @@ impl<S: Spawner> Inner<S> {
     /// were moved into our ring (so another thread may be woken to share them).
     #[inline]
     pub(crate) fn find_work(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
-        let tick = me.tick.load(Ordering::Relaxed).wrapping_add(1);
-        me.tick.store(tick, Ordering::Relaxed);
-        if tick % INJECTOR_INTERVAL == 0 {
+        // `tick` counts down to the next injector-first search (cheaper than a modulo).
+        let tick = me.tick.load(Ordering::Relaxed);
+        me.tick.store(if tick == 0 { INJECTOR_INTERVAL - 1 } else { tick - 1 }, Ordering::Relaxed);
+        if tick == 0 {
             if let Some(found) = self.take_from_injector(me) {
                 return Some(found);
             }
