@@ -157,20 +157,11 @@ impl Injector {
     /// still linking). Used by a consumer after it unlocked (see `take_from_injector`): a
     /// half-linked push notifies when it links, and a current lock holder re-checks after
     /// its own unlock, so neither needs a notification from us.
+    ///
+    /// It takes the try-lock to look: without it, another consumer could pop the oldest node
+    /// and its task could run and free it while we read its link (Miri found exactly that).
     pub(crate) fn has_ready(&self) -> bool {
-        let head = self.head.load(Ordering::Acquire);
-        if head == locked() {
-            return false;
-        }
-        let stub = self.stub_ptr();
-        let node = if head.is_null() { stub } else { head };
-        // SAFETY: `node` is the stub or the oldest unconsumed node, which stays queued (and
-        // valid) until a consumer pops it; we only read its atomic link.
-        let next = unsafe { (*node).load_next(Ordering::Acquire) };
-        if node == stub {
-            return !next.is_null();
-        }
-        !next.is_null() || self.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED) == node
+        self.try_lock().is_some_and(|consumer| consumer.peek_ready())
     }
 
     /// Whether the queue is empty *and* no push is half-way (its CAS on `tail` done, its link
@@ -229,6 +220,19 @@ impl core::fmt::Debug for Consumer<'_> {
 }
 
 impl Consumer<'_> {
+    /// Whether `pop` would return a task now (not a spurious empty).
+    fn peek_ready(&self) -> bool {
+        let stub = self.queue.stub_ptr();
+        let node = if self.cursor.is_null() { stub } else { self.cursor };
+        // SAFETY: we hold the consumer end, so the cursor node (the stub or the oldest queued
+        // task) cannot be popped, run or freed meanwhile.
+        let next = unsafe { (*node).load_next(Ordering::Acquire) };
+        if node == stub {
+            return !next.is_null();
+        }
+        !next.is_null() || self.queue.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED) == node
+    }
+
     /// Pops the oldest task; `None` if the queue is empty or a push is half-way (see module).
     pub(crate) fn pop(&mut self) -> Option<NonNull<Task>> {
         let stub = self.queue.stub_ptr();
