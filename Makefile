@@ -122,8 +122,17 @@ verify: test
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
+# Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
+# BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
+BENCH_RUNS ?= 5
 bench:
-	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --markdown BENCHMARKS.md
+	@mkdir -p bench/results
+	$(CARGO) run --release --manifest-path bench/Cargo.toml -- all --runs $(BENCH_RUNS) \
+	  --markdown bench/results/latest.md --json bench/results/latest.json
+	python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
+	python3 bench/plot.py bench/results/latest.json bench/results/ratios.png
+	cat bench/NOTES.md bench/results/latest.md > BENCHMARKS.md
+	@echo "wrote BENCHMARKS.md and bench/results/ratios.png"
 
 clean:
 	$(CARGO) clean

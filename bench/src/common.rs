@@ -1,0 +1,306 @@
+//! What every workload shares: the tiny task's counter and completion signal, fixed sizes,
+//! samples, and small helpers. Identical for every pool.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// BENCH.md fixed sizes.
+pub const SPAWN_TASKS: usize = 1_000_000;
+pub const BATCH_SIZE: usize = 256;
+pub const PRODUCERS: usize = 8;
+pub const PER_PRODUCER: usize = 125_000;
+pub const CHAIN_HOPS: usize = 100_000;
+pub const FIB_N: u64 = 32;
+pub const QSORT_LEN: usize = 10_000_000;
+pub const QSORT_CUTOFF: usize = 2_048;
+pub const QSORT_SEED: u32 = 0xdead_beef;
+pub const IDLE: Duration = Duration::from_secs(2);
+pub const BLOCKING_TASKS: usize = 1_000;
+pub const BLOCKING_SLEEP: Duration = Duration::from_millis(1);
+
+/// Keeps the counter on its own cache lines, away from the signal's mutex.
+#[repr(align(128))]
+pub struct Padded<T>(pub T);
+
+/// The state every tiny task touches: one relaxed `fetch_add` on `counter`; the task that
+/// brings it to `target` signals the waiting main thread (Mutex + Condvar, same for all pools).
+pub struct Shared {
+    counter: Padded<AtomicUsize>,
+    target: usize,
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Shared {
+    /// Leaked on purpose: closures capture a `&'static Shared` (8 bytes, no refcount traffic
+    /// in the timed region). One per (workload, pool); reset between runs.
+    pub fn leak(target: usize) -> &'static Shared {
+        Box::leak(Box::new(Shared {
+            counter: Padded(AtomicUsize::new(0)),
+            target,
+            done: Mutex::new(false),
+            cv: Condvar::new(),
+        }))
+    }
+
+    /// The tiny task's body. Returns true for the task that finished last (it has signalled).
+    #[inline(always)]
+    pub fn tick(&self) -> bool {
+        let n = self.counter.0.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == self.target {
+            self.signal();
+            true
+        } else {
+            false
+        }
+    }
+
+    #[cold]
+    fn signal(&self) {
+        *self.done.lock().unwrap() = true;
+        self.cv.notify_one();
+    }
+
+    /// Blocks until the last task has signalled.
+    pub fn wait(&self) {
+        let mut done = self.done.lock().unwrap();
+        while !*done {
+            done = self.cv.wait(done).unwrap();
+        }
+    }
+
+    /// Before a run (outside the timed region).
+    pub fn reset(&self) {
+        self.counter.0.store(0, Ordering::Relaxed);
+        *self.done.lock().unwrap() = false;
+    }
+
+    /// After a run (outside the timed region): every task ran exactly once.
+    pub fn check(&self) {
+        let n = self.counter.0.load(Ordering::Relaxed);
+        assert_eq!(n, self.target, "counter {n} after the run, expected {}", self.target);
+    }
+}
+
+/// A raw pointer that may cross threads (the harness guarantees the pointee outlives use).
+pub struct SendPtr<T>(pub *mut T);
+impl<T> Clone for SendPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SendPtr<T> {}
+// SAFETY: only used for disjoint slices / pointees that outlive every user (see call sites).
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// One measured run: the figure in the workload's unit, plus an optional second figure
+/// (peak OS threads for `blocking`).
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub value: f64,
+    pub extra: Option<f64>,
+}
+
+impl Sample {
+    pub fn per_item(elapsed: Duration, items: usize) -> Self {
+        Sample { value: elapsed.as_nanos() as f64 / items as f64, extra: None }
+    }
+    pub fn millis(elapsed: Duration) -> Self {
+        Sample { value: elapsed.as_secs_f64() * 1e3, extra: None }
+    }
+}
+
+/// Runs `f` between two clock reads.
+#[inline]
+pub fn time<R>(f: impl FnOnce() -> R) -> (Duration, R) {
+    let start = Instant::now();
+    let r = f();
+    (start.elapsed(), r)
+}
+
+/// A measured run of one pool on one workload; dropping it drops the pool.
+pub type Runner = Box<dyn FnMut() -> Sample>;
+
+/// A contender: a label, a note for the table, and how to build its runner (pool built
+/// outside every timed region).
+pub struct Contender {
+    pub pool: &'static str,
+    pub note: &'static str,
+    pub make: Box<dyn FnOnce(usize) -> Runner>,
+}
+
+impl Contender {
+    pub fn new(pool: &'static str, note: &'static str, make: impl FnOnce(usize) -> Runner + 'static) -> Self {
+        Contender { pool, note, make: Box::new(make) }
+    }
+}
+
+/// Process CPU time (user + system, all threads) from getrusage(RUSAGE_SELF).
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        assert_eq!(rc, 0, "getrusage failed");
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The `Threads:` line of /proc/self/status.
+pub fn os_threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Samples `os_threads` every millisecond on its own thread until stopped; reports the peak.
+pub struct ThreadMonitor {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<usize>,
+}
+
+impl ThreadMonitor {
+    pub fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("thread-monitor".into())
+            .spawn(move || {
+                let mut peak = 0;
+                while !flag.load(Ordering::Relaxed) {
+                    peak = peak.max(os_threads());
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                peak.max(os_threads())
+            })
+            .expect("monitor thread");
+        ThreadMonitor { stop, handle }
+    }
+
+    pub fn stop(self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("monitor")
+    }
+}
+
+/// xorshift32 (13, 17, 5), the values after each step.
+pub fn xorshift32_vec(seed: u32, len: usize) -> Vec<u32> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+/// Median, min, max of a non-empty slice.
+pub fn stats(values: &[f64]) -> (f64, f64, f64) {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    (median, v[0], v[n - 1])
+}
+
+/// multi_producer: starts `PRODUCERS` threads (outside the timed region), waits until all are
+/// ready, then starts the clock and releases them at once; `body(p)` submits producer `p`'s
+/// share. Returns the time from release until the last task signalled.
+pub fn producers(shared: &Shared, body: impl Fn(usize) + Sync) -> Duration {
+    let gate = std::sync::RwLock::new(());
+    let ready = AtomicUsize::new(0);
+    let closed = gate.write().unwrap();
+    std::thread::scope(|s| {
+        for p in 0..PRODUCERS {
+            let (gate, ready, body) = (&gate, &ready, &body);
+            s.spawn(move || {
+                ready.fetch_add(1, Ordering::Release);
+                drop(gate.read().unwrap());
+                body(p);
+            });
+        }
+        while ready.load(Ordering::Acquire) < PRODUCERS {
+            std::thread::yield_now();
+        }
+        let start = Instant::now();
+        drop(closed);
+        shared.wait();
+        start.elapsed()
+    })
+}
+
+/// idle_cpu: after `one_task` ran one tiny task to completion, the process CPU time spent
+/// during `IDLE` of sleeping on the main thread, in ms.
+pub fn idle_sample(one_task: impl FnOnce()) -> Sample {
+    one_task();
+    let before = process_cpu();
+    std::thread::sleep(IDLE);
+    let after = process_cpu();
+    Sample::millis(after - before)
+}
+
+/// blocking: wall time of `submit_all` + waiting for the last task, with the peak OS thread
+/// count sampled by a monitor thread.
+pub fn blocking_sample(shared: &Shared, submit_all: impl FnOnce()) -> Sample {
+    shared.reset();
+    let monitor = ThreadMonitor::start();
+    let (elapsed, ()) = time(|| {
+        submit_all();
+        shared.wait();
+    });
+    let peak = monitor.stop();
+    shared.check();
+    Sample { value: elapsed.as_secs_f64() * 1e3, extra: Some(peak as f64) }
+}
+
+/// Busy and total jiffies of the whole machine (/proc/stat), and this process's own CPU
+/// jiffies (/proc/self/stat utime + stime).
+fn cpu_jiffies() -> Option<(u64, u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+    let total: u64 = cpu.iter().take(8).sum();
+    let idle = cpu.get(3).copied().unwrap_or(0) + cpu.get(4).copied().unwrap_or(0);
+    let me = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the ")" that closes the command name: state is field 3; utime 14, stime 15.
+    let rest: Vec<&str> = me.rsplit_once(')')?.1.split_whitespace().collect();
+    let own = rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?;
+    Some((total - idle, total, own))
+}
+
+/// Fraction of the machine's CPU used by *other* processes over `window`.
+pub fn foreign_load(window: Duration) -> Option<f64> {
+    let (b0, t0, o0) = cpu_jiffies()?;
+    std::thread::sleep(window);
+    let (b1, t1, o1) = cpu_jiffies()?;
+    let total = t1.saturating_sub(t0);
+    if total == 0 {
+        return None;
+    }
+    let foreign = (b1.saturating_sub(b0)).saturating_sub(o1.saturating_sub(o0));
+    Some(foreign as f64 / total as f64)
+}
+
+/// Waits (up to `max`) until other processes use less than `threshold` of the machine's CPU.
+/// Returns how long it waited, or None if the machine never got quiet within `max`.
+pub fn wait_quiet(threshold: f64, max: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        match foreign_load(Duration::from_millis(250)) {
+            Some(load) if load >= threshold => {}
+            _ => return Some(start.elapsed()),
+        }
+        if start.elapsed() >= max {
+            return None;
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! fib and qsort: fork-join on rayon and chili against plain sequential code.
+//!
+//! Our pool's column goes through one function, [`ours_join`], which calls the library's
+//! `ThreadPool::join`; `fib_ours` and `qsort_ours` are written against it. [`bench_join`] is the
+//! join the harness built from `submit_lifo` + `wait_for` before that existed (`--bench-join`).
+
+use std::cell::UnsafeCell;
+use std::hint::black_box;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use pool::{Signal, Task};
+
+use crate::common::*;
+use crate::ours::{OurPool, PoolBox, INTRUSIVE};
+
+/// `--bench-join`: also run qsort with the harness's own join ([`bench_join`]), for comparison.
+pub static BENCH_JOIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A closure, its result and a completion [`Signal`], behind a task header; lives in the
+/// stack frame of the thread that waits for it (no allocation).
+#[repr(C)]
+struct StackJob<F, R> {
+    task: Task,
+    f: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<std::thread::Result<R>>>,
+    signal: Signal,
+}
+
+impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+    fn new(f: F) -> Self {
+        StackJob { task: Task::new(Self::run), f: UnsafeCell::new(Some(f)), result: UnsafeCell::new(None), signal: Signal::new() }
+    }
+
+    unsafe extern "C" fn run(task: *mut Task) {
+        // SAFETY: `task` is the first field of a repr(C) StackJob<F, R> that stays alive until
+        // its signal is set (the owner waits with `wait_for`); the callback runs once.
+        unsafe {
+            let job = &*task.cast::<StackJob<F, R>>();
+            let f = (*job.f.get()).take().expect("job ran twice");
+            *job.result.get() = Some(catch_unwind(AssertUnwindSafe(f)));
+            job.signal.set();
+        }
+    }
+
+    /// Submits the job (LIFO slot from a worker, injector from elsewhere).
+    ///
+    /// # Safety
+    /// The job must not move, and the caller must `wait` before it goes out of scope.
+    unsafe fn submit(&self, pool: &OurPool) {
+        // SAFETY: the caller's contract; the header's `next` is atomic, so a shared borrow is
+        // enough for the pool to link it.
+        unsafe { pool.submit_lifo(NonNull::from(&self.task)).expect("submit_lifo") };
+    }
+
+    fn wait(&self, pool: &OurPool) -> std::thread::Result<R> {
+        pool.wait_for(&self.signal);
+        // SAFETY: the signal is set: the callback finished writing the result.
+        unsafe { (*self.result.get()).take().expect("job result") }
+    }
+}
+
+/// Runs `f` on one of the pool's workers; the calling (non-worker) thread parks until done.
+fn ours_install<F: FnOnce() -> R + Send, R: Send>(pool: &OurPool, f: F) -> R {
+    let job = StackJob::new(f);
+    // SAFETY: `job` stays in this frame until `wait` returns.
+    unsafe { job.submit(pool) };
+    match job.wait(pool) {
+        Ok(r) => r,
+        Err(p) => resume_unwind(p),
+    }
+}
+
+/// Our pool's fork-join: run `a` and `b`, potentially in parallel on `pool`, and return both
+/// results; from outside the pool, the whole call moves into a worker. This is the library's
+/// `ThreadPool::join` (since 93d6419).
+pub fn ours_join<A, B, RA, RB>(pool: &OurPool, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    pool.join(a, b)
+}
+
+/// The join the harness used before the library had one, from the public API: `b` as a
+/// stack-allocated task submitted with `submit_lifo`, `a` inline, then `wait_for` helps until
+/// `b` is done. Kept for comparison (`--bench-join`); fib(32) overflows a worker stack with it.
+pub fn bench_join<A, B, RA, RB>(pool: &OurPool, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if !pool.is_worker_thread() {
+        return ours_install(pool, || bench_join(pool, a, b));
+    }
+    let job_b = StackJob::new(b);
+    // SAFETY: `job_b` stays in this frame until `wait` returns below, panic or not.
+    unsafe { job_b.submit(pool) };
+    let ra = catch_unwind(AssertUnwindSafe(a));
+    let rb = job_b.wait(pool);
+    match (ra, rb) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(p), _) | (_, Err(p)) => resume_unwind(p),
+    }
+}
+
+fn qsort_bench_join(pool: &OurPool, v: &mut [u32]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let mid = partition(v);
+    let (l, r) = v.split_at_mut(mid);
+    bench_join(pool, || qsort_bench_join(pool, l), || qsort_bench_join(pool, r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// fib(32), join at every level down to n < 2, no cutoff.
+
+fn fib_seq(n: u64) -> u64 {
+    if n < 2 {
+        n
+    } else {
+        fib_seq(n - 1) + fib_seq(n - 2)
+    }
+}
+
+fn fib_rayon(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
+    a + b
+}
+
+fn fib_chili(s: &mut chili::Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = s.join(|s| fib_chili(s, n - 1), |s| fib_chili(s, n - 2));
+    a + b
+}
+
+fn fib_ours(pool: &OurPool, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = ours_join(pool, || fib_ours(pool, n - 1), || fib_ours(pool, n - 2));
+    a + b
+}
+
+const FIB_32: u64 = 2_178_309;
+
+fn fib_sample(f: impl FnOnce(u64) -> u64) -> Sample {
+    let (elapsed, r) = time(|| f(black_box(FIB_N)));
+    assert_eq!(r, FIB_32, "fib({FIB_N})");
+    Sample::millis(elapsed)
+}
+
+pub fn fib() -> Vec<Contender> {
+    let mut v = vec![
+        Contender::new("sequential", "plain recursive fib(32), one thread (the baseline)", |_| {
+            Box::new(|| fib_sample(fib_seq))
+        }),
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
+            let pool = rayon_pool(threads);
+            Box::new(move || fib_sample(|n| pool.install(|| fib_rayon(n))))
+        }),
+        Contender::new("chili", "Scope::join; thread_count = N (main thread + N-1 workers)", |threads| {
+            let pool = chili_pool(threads);
+            Box::new(move || {
+                let mut scope = pool.scope();
+                let s = fib_sample(|n| fib_chili(&mut scope, n));
+                drop(scope);
+                s
+            })
+        }),
+    ];
+    v.insert(1, Contender::new(INTRUSIVE, "ThreadPool::join", |threads| {
+        let pool = PoolBox::new(threads);
+        Box::new(move || fib_sample(|n| fib_ours(pool.get(), n)))
+    }));
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// qsort: 10M u32 from xorshift32(0xdeadbeef); join above 2048 elements, sort_unstable below.
+
+/// Hoare partition around the median of first / middle / last. Returns `mid` with
+/// `0 < mid < len`, every element of `v[..mid]` <= every element of `v[mid..]`.
+fn partition(v: &mut [u32]) -> usize {
+    let len = v.len();
+    debug_assert!(len >= 3);
+    let (lo, mid, hi) = (0, (len - 1) / 2, len - 1);
+    if v[mid] < v[lo] {
+        v.swap(mid, lo);
+    }
+    if v[hi] < v[lo] {
+        v.swap(hi, lo);
+    }
+    if v[hi] < v[mid] {
+        v.swap(hi, mid);
+    }
+    let pivot = v[mid];
+    let p = v.as_mut_ptr();
+    let (mut i, mut j) = (0usize, hi);
+    // SAFETY: Hoare's invariants keep both scans in bounds: on the first pass the pivot itself
+    // (at `mid`) stops both; after every swap, v[..i] <= pivot <= v[j+1..], so the element
+    // just swapped to each side stops the other scan.
+    unsafe {
+        loop {
+            while *p.add(i) < pivot {
+                i += 1;
+            }
+            while *p.add(j) > pivot {
+                j -= 1;
+            }
+            if i >= j {
+                return j + 1;
+            }
+            std::ptr::swap(p.add(i), p.add(j));
+            i += 1;
+            j -= 1;
+        }
+    }
+}
+
+fn qsort_rayon(v: &mut [u32]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let mid = partition(v);
+    let (l, r) = v.split_at_mut(mid);
+    rayon::join(|| qsort_rayon(l), || qsort_rayon(r));
+}
+
+fn qsort_chili(s: &mut chili::Scope<'_>, v: &mut [u32]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let mid = partition(v);
+    let (l, r) = v.split_at_mut(mid);
+    s.join(|s| qsort_chili(s, l), |s| qsort_chili(s, r));
+}
+
+fn qsort_ours(pool: &OurPool, v: &mut [u32]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let mid = partition(v);
+    let (l, r) = v.split_at_mut(mid);
+    ours_join(pool, || qsort_ours(pool, l), || qsort_ours(pool, r));
+}
+
+/// The input (generated once per contender, outside the timed region) and a work buffer that
+/// gets a fresh copy before every run.
+struct SortData {
+    input: Vec<u32>,
+    sum: u64,
+    work: Vec<u32>,
+}
+
+impl SortData {
+    fn new() -> Self {
+        let input = xorshift32_vec(QSORT_SEED, QSORT_LEN);
+        let sum = input.iter().map(|&x| x as u64).sum();
+        let work = input.clone();
+        SortData { input, sum, work }
+    }
+
+    fn sample(&mut self, sort: impl FnOnce(&mut [u32])) -> Sample {
+        self.work.copy_from_slice(&self.input);
+        let (elapsed, ()) = time(|| sort(&mut self.work));
+        assert!(self.work.windows(2).all(|w| w[0] <= w[1]), "qsort: output not sorted");
+        assert_eq!(self.work.iter().map(|&x| x as u64).sum::<u64>(), self.sum, "qsort: not a permutation");
+        Sample::millis(elapsed)
+    }
+}
+
+pub fn qsort() -> Vec<Contender> {
+    let mut v = vec![
+        Contender::new("sequential", "slice::sort_unstable on the whole input (the baseline)", |_| {
+            let mut data = SortData::new();
+            Box::new(move || data.sample(|v| v.sort_unstable()))
+        }),
+        Contender::new(INTRUSIVE, "ThreadPool::join", |threads| {
+            let pool = PoolBox::new(threads);
+            let mut data = SortData::new();
+            Box::new(move || data.sample(|v| qsort_ours(pool.get(), v)))
+        }),
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
+            let pool = rayon_pool(threads);
+            let mut data = SortData::new();
+            Box::new(move || data.sample(|v| pool.install(|| qsort_rayon(v))))
+        }),
+        Contender::new("chili", "Scope::join; thread_count = N (main thread + N-1 workers)", |threads| {
+            let pool = chili_pool(threads);
+            let mut data = SortData::new();
+            Box::new(move || {
+                let mut scope = pool.scope();
+                let s = data.sample(|v| qsort_chili(&mut scope, v));
+                drop(scope);
+                s
+            })
+        }),
+    ];
+    if BENCH_JOIN.load(std::sync::atomic::Ordering::Relaxed) {
+        v.insert(2, Contender::new("pool(bench-join)", "harness join: stack task + submit_lifo + wait_for", |threads| {
+            let pool = PoolBox::new(threads);
+            let mut data = SortData::new();
+            Box::new(move || data.sample(|v| qsort_bench_join(pool.get(), v)))
+        }));
+    }
+    v
+}
+
+fn rayon_pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("rayon pool")
+}
+
+fn chili_pool(threads: usize) -> chili::ThreadPool {
+    chili::ThreadPool::with_config(chili::Config {
+        thread_count: std::num::NonZero::new(threads),
+        ..Default::default()
+    })
+}
