@@ -29,8 +29,11 @@
 //!     .map(|i| Square { input: i, task: Task::new(square), output: AtomicU64::new(0) })
 //!     .collect();
 //! for job in jobs.iter_mut() {
+//!     // Derive the task pointer from a pointer to the whole job, so that the callback's
+//!     // `container_of!` may widen it back (Rust's aliasing rules; see `container_of!`).
+//!     let job: *mut Square = job;
 //!     // SAFETY: `jobs` outlives the pool's use of it: shutdown below runs every task first.
-//!     unsafe { pool.submit(NonNull::from(&mut job.task)).unwrap() };
+//!     unsafe { pool.submit(NonNull::new_unchecked(&raw mut (*job).task)).unwrap() };
 //! }
 //! pool.shutdown().unwrap();
 //! assert!(jobs.iter().all(|j| j.output.load(Ordering::Acquire) == j.input * j.input));

@@ -43,8 +43,13 @@ pub type Callback = unsafe extern "C" fn(task: *mut Task);
 /// }
 ///
 /// let mut job = Job { value: 41, task: Task::new(run) };
+/// let job_ptr: *mut Job = &mut job;
+/// // The pointer a host submits, derived from the whole job (see `container_of!`):
+/// // SAFETY: `job_ptr` points to a live `Job`.
+/// let task = unsafe { &raw mut (*job_ptr).task };
 /// // Calling the callback by hand, as a worker would:
-/// unsafe { (job.task.callback().unwrap())(&mut job.task) };
+/// // SAFETY: `task` is the `task` field of a live `Job`, as `run` expects.
+/// unsafe { ((*task).callback().unwrap())(task) };
 /// assert_eq!(job.value, 42);
 /// ```
 #[repr(C)]
@@ -129,6 +134,11 @@ impl fmt::Debug for Task {
 ///
 /// `container_of!(ptr, Type, field)` where `ptr: *mut FieldType` points to `field` inside a
 /// `Type`. Computing the pointer is safe; dereferencing it is the caller's business.
+///
+/// Under Rust's aliasing rules the result may be used for the whole container only if `ptr`
+/// was itself derived from a pointer to the whole container (`&raw mut (*job).task` from a
+/// `*mut Job`), not from a reference to the field alone (`&mut job.task`): submit pointers
+/// made the first way.
 #[macro_export]
 macro_rules! container_of {
     ($ptr:expr, $Container:ty, $field:ident) => {{
