@@ -96,6 +96,12 @@ pub unsafe trait Spawner: Send + Sync + 'static {
     /// Waits until every thread started by `spawn` has finished (see the trait's safety section).
     fn join_all(&self);
 
+    /// The pool will never call [`join_all`](Self::join_all) (its last handle was dropped on
+    /// one of its own threads, which cannot wait for itself): release what joining would have
+    /// released, for the threads started so far and any started later, as each one exits.
+    /// The default does nothing (a platform whose threads need no join).
+    fn detach_all(&self) {}
+
     /// How many threads "as many as the hardware runs at once" means (`max_threads == 0`).
     fn available_parallelism(&self) -> usize {
         1

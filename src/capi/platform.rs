@@ -293,6 +293,14 @@ unsafe impl Spawner for CSpawner {
         }
     }
 
+    fn detach_all(&self) {
+        // A host platform's threads are the host's (it has no detach callback); the OS
+        // spawner's are detached.
+        if let Self::Std(s) = self {
+            s.detach_all();
+        }
+    }
+
     fn available_parallelism(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }

@@ -4,6 +4,10 @@
 //! records its handle, and the new thread takes the same lock once before it runs the pool's
 //! code. So by the time a thread can tell the pool it is leaving, its handle is recorded, and
 //! `join_all` (called after every thread left) finds and joins all of them.
+//!
+//! A pool whose last handle drops on one of its own threads cannot join; it calls
+//! `detach_all`, which detaches every thread started so far and marks the list so that any
+//! thread started later is detached at once (no thread is left neither joined nor detached).
 
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -26,9 +30,16 @@ std::thread_local! {
 /// pool.spawn(|| println!("hello from a pool thread")).unwrap();
 /// ```
 pub struct ThreadSpawner<P = DefaultParker> {
-    handles: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    handles: Arc<Mutex<Handles>>,
     name: &'static str,
     _parker: PhantomData<fn() -> P>,
+}
+
+/// The join list. `detached`: the pool gave up joining (see the module docs).
+#[derive(Default)]
+struct Handles {
+    list: Vec<JoinHandle<()>>,
+    detached: bool,
 }
 
 impl<P> core::fmt::Debug for ThreadSpawner<P> {
@@ -40,10 +51,7 @@ impl<P> core::fmt::Debug for ThreadSpawner<P> {
 impl<P> Drop for ThreadSpawner<P> {
     /// Joins anything still running, so no thread outlives its spawner.
     fn drop(&mut self) {
-        let handles = core::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
-        for handle in handles {
-            let _ = handle.join();
-        }
+        self.join_all_handles();
     }
 }
 
@@ -61,7 +69,16 @@ impl<P> ThreadSpawner<P> {
 
     /// A spawner whose threads carry `name`.
     pub fn named(name: &'static str) -> Self {
-        Self { handles: Arc::new(Mutex::new(Vec::new())), name, _parker: PhantomData }
+        Self { handles: Arc::new(Mutex::new(Handles::default())), name, _parker: PhantomData }
+    }
+
+    fn join_all_handles(&self) {
+        let list = core::mem::take(&mut self.handles.lock().unwrap_or_else(PoisonError::into_inner).list);
+        for handle in list {
+            // A worker never unwinds (task callbacks are extern "C"), so this cannot be Err
+            // except for a thread killed by the process ending; nothing to report then.
+            let _ = handle.join();
+        }
     }
 }
 
@@ -81,7 +98,7 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
         // early, like the blocking pool's keep-alive): dropping a finished handle frees the
         // thread's resources, so a pool that churns threads holds at most one handle per thread
         // started since the last spawn, not one per thread ever started.
-        handles.retain(|h| !h.is_finished());
+        handles.list.retain(|h| !h.is_finished());
         let mut builder = std::thread::Builder::new().name(self.name.into());
         if stack_size != 0 {
             builder = builder.stack_size(stack_size);
@@ -95,17 +112,24 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
                 unsafe { start.run() }
             })
             .map_err(|_| SpawnError)?;
-        handles.push(handle);
+        if handles.detached {
+            // Dropping a JoinHandle detaches the thread.
+            drop(handle);
+        } else {
+            handles.list.push(handle);
+        }
         Ok(())
     }
 
     fn join_all(&self) {
-        let handles = core::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
-        for handle in handles {
-            // A worker never unwinds (task callbacks are extern "C"), so this cannot be Err
-            // except for a thread killed by the process ending; nothing to report then.
-            let _ = handle.join();
-        }
+        self.join_all_handles();
+    }
+
+    fn detach_all(&self) {
+        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        handles.detached = true;
+        // Dropping the handles detaches the threads: the OS frees each one as it exits.
+        handles.list.clear();
     }
 
     fn available_parallelism(&self) -> usize {

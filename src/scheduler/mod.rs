@@ -513,6 +513,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             if !inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
                 inner.injector.close();
                 inner.begin_shutdown();
+                inner.spawner.detach_all();
             }
             return;
         }
