@@ -5,11 +5,14 @@
 //! # `join(a, b)` on a worker
 //! 1. `b` becomes a [`StackJob`] in the caller's frame (a `#[repr(C)]` struct with the core
 //!    [`Task`] first, the closure, the result slot and a [`Signal`]): no allocation.
-//! 2. Its task is pushed on the worker's **join deque** ([`deque`]), where idle workers can
-//!    steal it; a sleeping worker is woken only if one is idle or can still be started.
+//! 2. It starts **latent** ([`frame`]): recorded in the worker's private frame stack, in no
+//!    queue. Only while the pool could use more work (a worker idle, or one more can be
+//!    started) does a `join` **promote** the oldest latent `b` of its worker: push it on the
+//!    worker's **join deque** ([`deque`]), where idle workers can steal it, and wake one.
 //! 3. `a` runs inline.
-//! 4. If `b` is still the newest job of the deque, the worker takes it back (`pop_if`) and runs
-//!    it inline: the common case, a push and a pop on memory only this core touches. Otherwise
+//! 4. If `b` stayed latent (the common case while every worker is busy), the worker runs it
+//!    inline, having touched no shared memory. If it was promoted and is still the newest job
+//!    of the deque, the worker takes it back (`pop_if`) and runs it inline. Otherwise
 //!    a thief has it: the worker runs other work until `b`'s signal is set
 //!    ([`ThreadPool::wait_for`]), sleeping in the pool's sleep protocol when there is none, so a
 //!    waiting worker never blocks queued work.
@@ -49,6 +52,7 @@
 //! that `b` still uses, so it aborts instead.
 
 pub(crate) mod deque;
+pub(crate) mod frame;
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -269,11 +273,14 @@ impl<S: Spawner> ThreadPool<S> {
     {
         let job_b = StackJob::new(b);
         let task_b = job_b.task();
-        // SAFETY: we own `me`'s deque; `job_b` stays in this frame until it was taken back or
-        // its signal is set (every path below waits for one or the other).
-        let pushed = unsafe { me.joins.push(task_b) };
-        if pushed {
-            self.inner().notify_join();
+        // `b` starts latent: private to this thread (`frame`'s module docs).
+        let frame = frame::Frame::new(task_b);
+        // SAFETY: `me` is ours; `frame` stays in this call's frame until the `pop` below, and
+        // calls nest, so inner frames are popped first.
+        unsafe { me.frames.push(&frame) };
+        if self.inner().wants_join_work() {
+            // SAFETY: `me` is this thread's worker of this pool.
+            unsafe { self.promote_oldest_frame(me) };
         }
         #[cfg(feature = "std")]
         let ra = call(a);
@@ -284,8 +291,11 @@ impl<S: Spawner> ThreadPool<S> {
             core::mem::forget(guard);
             ra
         };
-        // SAFETY: we own the deque.
-        if !pushed || unsafe { me.joins.pop_if(task_b) } {
+        // SAFETY: `frame` is our innermost frame (every join inside `a` has returned).
+        let promoted = unsafe { me.frames.pop(&frame) };
+        // SAFETY: we own the deque; a promoted `job_b` stays in this frame until it was taken
+        // back or its signal is set (every path below waits for one or the other).
+        if !promoted || unsafe { me.joins.pop_if(task_b) } {
             // `b` never left this thread.
             return match ra {
                 JobResult::Ok(ra) => (ra, job_b.run_inline()),
@@ -306,6 +316,24 @@ impl<S: Spawner> ThreadPool<S> {
             #[cfg(feature = "std")]
             (JobResult::Panic(p), _) | (_, JobResult::Panic(p)) => resume(p),
             _ => unreachable!("a finished join half left no result"),
+        }
+    }
+
+    /// Offers the oldest latent `b` of this worker's joins on its join deque (the biggest piece
+    /// of work it holds) and wakes a thread for it.
+    ///
+    /// # Safety
+    /// `me` is the calling thread's own worker of this pool.
+    #[cold]
+    #[inline(never)]
+    unsafe fn promote_oldest_frame(&self, me: &Worker<S>) {
+        // SAFETY: `me` is ours (caller).
+        let Some(task) = (unsafe { me.frames.oldest_latent() }) else { return };
+        // SAFETY: we own the deque; the frame's `join` takes the task back or waits for it.
+        if unsafe { me.joins.push(task) } {
+            // SAFETY: the task just pushed is the oldest latent frame's.
+            unsafe { me.frames.mark_oldest_promoted() };
+            self.inner().notify_join();
         }
     }
 
