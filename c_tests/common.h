@@ -92,6 +92,7 @@ static inline const char *status_name(int status)
     case POOL_ERR_SPAWN: return "POOL_ERR_SPAWN";
     case POOL_ERR_NOMEM: return "POOL_ERR_NOMEM";
     case POOL_ERR_PANIC: return "POOL_ERR_PANIC";
+    case POOL_ERR_RANGE: return "POOL_ERR_RANGE";
     default: return "(unknown status)";
     }
 }

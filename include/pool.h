@@ -89,6 +89,10 @@ enum pool_status {
    * An internal panic was caught at the boundary (a bug in pool; please report it).
    */
   POOL_ERR_PANIC = -5,
+  /**
+   * An index out of range (a worker index at or beyond the pool's worker count).
+   */
+  POOL_ERR_RANGE = -6,
 };
 
 /**
@@ -292,6 +296,60 @@ struct pool_platform {
   void (*unpark)(void *context, void *parker);
 };
 
+/**
+ * Counters of a pool (`pool_stats`, `pool_global_stats`) or of one of its workers
+ * (`pool_worker_stats`). Read without any lock: each field is some recent value of its
+ * counter, exact once the pool is quiet (for example after `pool_shutdown`). Counts since the
+ * pool was created.
+ */
+struct pool_stats {
+  /**
+   * Threads started and not yet exited (0 from `pool_worker_stats`).
+   */
+  size_t threads;
+  /**
+   * Threads idle (asleep or about to sleep) (0 from `pool_worker_stats`).
+   */
+  size_t idle_threads;
+  /**
+   * Worker slots (the pool's `max_threads`): `pool_worker_stats` accepts indices
+   * `0 .. workers - 1`.
+   */
+  size_t workers;
+  /**
+   * Async tasks spawned (Rust `spawn_future`; 0 for a pool used only from C).
+   */
+  size_t spawned;
+  /**
+   * Tasks run (each `struct task` callback called; an async task's poll counts as one).
+   */
+  size_t polled;
+  /**
+   * Tasks obtained by stealing from another worker.
+   */
+  size_t stolen;
+  /**
+   * Successful steal operations (one steal moves up to half a worker's queue).
+   */
+  size_t steals;
+  /**
+   * Times a worker went to sleep.
+   */
+  size_t parks;
+  /**
+   * Tasks taken from a worker's LIFO ("run next") slot.
+   */
+  size_t lifo_hits;
+  /**
+   * Batches taken from the pool's shared queue (where tasks submitted from outside go).
+   */
+  size_t injector_fetches;
+  /**
+   * Thread starts that failed (0 from `pool_worker_stats`).
+   */
+  size_t spawn_failures;
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -478,6 +536,27 @@ int pool_fork(struct pool *pool, struct task *task);
 int pool_create_with_platform(const struct pool_config *config,
                               const struct pool_platform *platform,
                               struct pool **out);
+
+/**
+ * Reads `pool`'s counters (every worker's summed, and the pool-wide ones) into `*out`,
+ * without any lock. POOL_ERR_INVALID for a NULL argument (`*out` untouched). Callable from
+ * any thread, the pool's own tasks included, before and after `pool_shutdown`.
+ */
+int pool_stats(const struct pool *pool, struct pool_stats *out);
+
+/**
+ * Reads the counters of worker `index` of `pool` into `*out` (all zero for a worker whose
+ * thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
+ * and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
+ * (`pool_stats` gives `workers`); `*out` is untouched on error.
+ */
+int pool_worker_stats(const struct pool *pool, size_t index, struct pool_stats *out);
+
+/**
+ * Reads the global pool's counters (the pool behind `pool_submit`) into `*out`, as
+ * `pool_stats`. POOL_ERR_INVALID for NULL.
+ */
+int pool_global_stats(struct pool_stats *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -35,6 +35,8 @@ pub enum pool_status {
     POOL_ERR_NOMEM = -4,
     /// An internal panic was caught at the boundary (a bug in pool; please report it).
     POOL_ERR_PANIC = -5,
+    /// An index out of range (a worker index at or beyond the pool's worker count).
+    POOL_ERR_RANGE = -6,
 }
 
 use pool_status::*;
@@ -45,6 +47,8 @@ pub use latch::*;
 pub use blocking::*;
 mod platform;
 pub use platform::*;
+mod stats;
+pub use stats::*;
 
 /// A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
 ///
@@ -298,6 +302,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -3 => b"no thread could be started\0",
         -4 => b"out of memory\0",
         -5 => b"internal panic caught\0",
+        -6 => b"index out of range\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

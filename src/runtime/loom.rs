@@ -116,8 +116,6 @@ unsafe impl Schedule for ManualQueue {
         }
     }
 
-    unsafe fn on_poll(_sched: NonNull<()>) {}
-
     unsafe fn release(sched: NonNull<()>) {
         let q = sched.cast::<ManualQueue>();
         // SAFETY: as above.

@@ -18,7 +18,6 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use super::raw::{self, Header, Schedule};
 use super::JoinHandle;
@@ -36,14 +35,6 @@ pub(crate) const JOIN_SPINS: u32 = 0;
 pub(crate) struct PoolRuntime {
     /// References to `Inner`: 1 for the `ThreadPool` handle + 1 per live task.
     refs: CachePadded<AtomicUsize>,
-    /// Counters per worker index; the last entry counts work done outside the pool's threads.
-    counters: Box<[CachePadded<Counters>]>,
-}
-
-#[derive(Default)]
-struct Counters {
-    spawned: AtomicUsize,
-    polled: AtomicUsize,
 }
 
 impl fmt::Debug for PoolRuntime {
@@ -53,11 +44,8 @@ impl fmt::Debug for PoolRuntime {
 }
 
 impl PoolRuntime {
-    pub(crate) fn new(max_threads: usize) -> Self {
-        Self {
-            refs: CachePadded(AtomicUsize::new(1)),
-            counters: (0..=max_threads).map(|_| CachePadded(Counters::default())).collect::<Vec<_>>().into_boxed_slice(),
-        }
+    pub(crate) fn new() -> Self {
+        Self { refs: CachePadded(AtomicUsize::new(1)) }
     }
 
     /// A task takes a reference on the pool.
@@ -81,38 +69,19 @@ impl PoolRuntime {
         }
         false
     }
-
-    /// Counts one event for the calling thread: worker `index` (owner-only slot: a plain
-    /// load + store, no read-modify-write on the hot path), or the shared "outside" slot.
-    #[inline]
-    fn count(&self, index: Option<usize>, field: fn(&Counters) -> &AtomicUsize) {
-        match index {
-            Some(i) => {
-                let c = field(&self.counters[i]);
-                c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-            }
-            None => {
-                if let Some(last) = self.counters.last() {
-                    field(last).fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-
-    fn snapshot(&self, c: &Counters) -> RuntimeStats {
-        RuntimeStats { spawned: c.spawned.load(Ordering::Relaxed), polled: c.polled.load(Ordering::Relaxed) }
-    }
 }
 
 /// Runtime counters (Relaxed; exact once the pool is idle). Lock-free to read, from any
 /// thread: [`ThreadPool::runtime_stats`] (total) and [`ThreadPool::runtime_worker_stats`]
-/// (one worker). Steals and parks are in the pool's [`Stats`](crate::Stats).
+/// (one worker). A view of two fields of the pool's [`Stats`](crate::Stats) (where every
+/// counter is kept, per worker: [`ThreadPool::stats`], [`ThreadPool::worker_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuntimeStats {
     /// Futures spawned (accepted).
     pub spawned: usize,
-    /// Polls started (a cancellation counts as one).
+    /// Tasks run (`Stats::polled`): every async poll (a cancellation counts as one), and any
+    /// other task the pool ran (closures, intrusive tasks).
     pub polled: usize,
 }
 
@@ -147,11 +116,21 @@ impl<S: Spawner> ThreadPool<S> {
         let inner = self.inner();
         let header = raw::allocate::<F, PoolScheduler<S>>(future, NonNull::from(inner).cast::<()>());
         inner.runtime.acquire();
-        // SAFETY: a fresh task: SCHEDULED, with the queue's reference; valid until its callback
-        // runs (the queue's reference keeps it alive).
-        match unsafe { self.submit_lifo(Header::task(header)) } {
+        let task = Header::task(header);
+        // As `submit_lifo`, with the spawn counted on the same worker lookup.
+        let submitted = match self.current_worker() {
+            Some(me) => {
+                inner.push_lifo(me, task);
+                inner.notify(false);
+                me.stats.spawned.bump_owned();
+                Ok(())
+            }
+            // SAFETY: a fresh task: SCHEDULED, with the queue's reference; valid until its
+            // callback runs (the queue's reference keeps it alive).
+            None => unsafe { self.submit(task) }.map(|()| inner.outside.spawned.bump_shared()),
+        };
+        match submitted {
             Ok(()) => {
-                inner.runtime.count(self.current_worker().map(|w| w.index), |c| &c.spawned);
                 // SAFETY: output type F::Output; the handle takes the handle's reference.
                 Ok(unsafe { JoinHandle::from_raw(header) })
             }
@@ -166,18 +145,20 @@ impl<S: Spawner> ThreadPool<S> {
 
     /// Total runtime counters (all workers and outside threads).
     pub fn runtime_stats(&self) -> RuntimeStats {
-        let rt = &self.inner().runtime;
-        rt.counters.iter().fold(RuntimeStats::default(), |acc, c| {
-            let s = rt.snapshot(c);
-            RuntimeStats { spawned: acc.spawned.wrapping_add(s.spawned), polled: acc.polled.wrapping_add(s.polled) }
-        })
+        // A view of the pool's counters (`Stats`), which are where they are kept.
+        let s = self.stats();
+        RuntimeStats { spawned: s.spawned, polled: s.polled }
     }
 
     /// The counters of worker `index` (`0..max_threads`), or, for `index == max_threads`, of
     /// work done on threads outside the pool. `None` beyond.
     pub fn runtime_worker_stats(&self, index: usize) -> Option<RuntimeStats> {
-        let rt = &self.inner().runtime;
-        rt.counters.get(index).map(|c| rt.snapshot(c))
+        let s = match self.worker_stats(index) {
+            Some(w) => w,
+            None if index == self.max_threads() => self.inner().outside.snapshot(),
+            None => return None,
+        };
+        Some(RuntimeStats { spawned: s.spawned, polled: s.polled })
     }
 }
 
@@ -229,13 +210,6 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
             }
         }
         pool.wait_for(signal);
-    }
-
-    #[inline]
-    unsafe fn on_poll(sched: NonNull<()>) {
-        // SAFETY: as above.
-        let pool = unsafe { Self::pool(sched) };
-        pool.inner().runtime.count(pool.current_worker().map(|w| w.index), |c| &c.polled);
     }
 
     unsafe fn release(sched: NonNull<()>) {

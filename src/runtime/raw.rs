@@ -71,11 +71,6 @@ pub(crate) unsafe trait Schedule: 'static {
     /// # Safety
     /// `sched` is live; `signal` is registered as the join waiter of a task of this scheduler.
     unsafe fn wait(sched: NonNull<()>, signal: &Signal);
-    /// A poll (or cancel) is about to start on this thread (statistics).
-    ///
-    /// # Safety
-    /// `sched` is live.
-    unsafe fn on_poll(sched: NonNull<()>);
     /// A task allocated with `sched` was freed; `sched` may be freed once the last one is.
     ///
     /// # Safety
@@ -319,9 +314,8 @@ where
     let prev = State(h.state.fetch_xor(State::SCHEDULED | State::RUNNING, Ordering::Acquire));
     prev.debug_check();
     debug_assert!(prev.is_scheduled() && !prev.is_running() && !prev.is_complete(), "run on {prev:?}");
-    // SAFETY: the scheduler outlives its tasks.
-    unsafe { Sch::on_poll(h.sched) };
-    // SAFETY: as above.
+    // SAFETY: the scheduler outlives its tasks. (The poll is counted by the worker that runs
+    // the task: `Stats::polled`.)
     if prev.is_cancelled() || unsafe { Sch::is_closed(h.sched) } {
         // SAFETY: we hold RUNNING (the stage is ours) and the queue's reference.
         unsafe { cancel_running::<F, Sch>(header, true) };

@@ -20,6 +20,7 @@
 //!    dropped.
 
 pub(crate) mod sleep;
+pub(crate) mod stats;
 pub(crate) mod worker;
 
 use core::fmt;
@@ -33,6 +34,8 @@ use crate::queue::injector::Injector;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
+use stats::Counters;
+pub use stats::WorkerStats;
 use worker::Worker;
 
 /// How to build a pool.
@@ -84,10 +87,25 @@ pub struct Stats {
     pub threads: usize,
     /// Threads counted idle (asleep or about to sleep).
     pub idle_threads: usize,
-    /// Successful steals from another worker's ring.
+    /// Worker slots (`max_threads`): the indices [`ThreadPool::worker_stats`] accepts.
+    pub workers: usize,
+    // The per-worker counters below are summed over every worker (see
+    // `ThreadPool::worker_stats` for one) plus the work done on threads that are not workers.
+    /// Async tasks spawned (`spawn_future`, accepted).
+    pub spawned: usize,
+    /// Tasks run: intrusive tasks, closures, fork-join jobs taken from a queue, async task
+    /// polls (one run of an async task is one poll; a cancellation counts as one).
+    pub polled: usize,
+    /// Tasks obtained by stealing from another worker (every task a steal moved).
+    pub stolen: usize,
+    /// Successful steal operations (a steal-half moves several tasks at once).
     pub steals: usize,
     /// Times a worker went to sleep.
     pub parks: usize,
+    /// Tasks taken from a worker's LIFO slot.
+    pub lifo_hits: usize,
+    /// Batches fetched from the injector by workers.
+    pub injector_fetches: usize,
     /// Thread starts that failed.
     pub spawn_failures: usize,
 }
@@ -112,9 +130,9 @@ pub(crate) struct Inner<S: Spawner> {
     join_parker: S::Parker,
     /// Set by the first `shutdown` call.
     shutdown_claimed: AtomicBool,
-    stats_steals: AtomicUsize,
-    stats_parks: AtomicUsize,
     stats_spawn_failed: AtomicUsize,
+    /// Counters of events on threads that are not workers (shared: `bump_shared`).
+    pub(crate) outside: CachePadded<Counters>,
     pub(crate) spawner: S,
     /// Async runtime state: references held by live tasks (they keep this memory alive past
     /// the handle's drop), runtime counters. See `runtime::pool`.
@@ -197,10 +215,9 @@ impl<S: Spawner> ThreadPool<S> {
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
             shutdown_claimed: AtomicBool::new(false),
-            stats_steals: AtomicUsize::new(0),
-            stats_parks: AtomicUsize::new(0),
             stats_spawn_failed: AtomicUsize::new(0),
-            runtime: crate::runtime::PoolRuntime::new(max_threads),
+            outside: CachePadded(Counters::default()),
+            runtime: crate::runtime::PoolRuntime::new(),
             spawner,
         });
         Ok(Self { inner: NonNull::from(Box::leak(inner)) })
@@ -226,13 +243,51 @@ impl<S: Spawner> ThreadPool<S> {
     pub fn stats(&self) -> Stats {
         let inner = self.inner();
         let s = inner.load_sync(Ordering::Relaxed);
+        let mut total = inner.outside.snapshot();
+        for index in 0..inner.worker_table.len() {
+            if let Some(worker) = inner.worker_at(index) {
+                // SAFETY: workers live until the pool is dropped; `worker_at`'s Acquire load
+                // saw the worker initialised.
+                total = total.sum(unsafe { worker.as_ref() }.stats.snapshot());
+            }
+        }
         Stats {
             threads: s.spawned() as usize,
             idle_threads: s.idle() as usize,
-            steals: inner.stats_steals.load(Ordering::Relaxed),
-            parks: inner.stats_parks.load(Ordering::Relaxed),
+            workers: inner.worker_table.len(),
+            spawned: total.spawned,
+            polled: total.polled,
+            stolen: total.stolen,
+            steals: total.steals,
+            parks: total.parks,
+            lifo_hits: total.lifo_hits,
+            injector_fetches: total.injector_fetches,
             spawn_failures: inner.stats_spawn_failed.load(Ordering::Relaxed),
         }
+    }
+
+    /// The counters of worker `index` (`0..max_threads`; all zero for a worker whose thread
+    /// has not started yet), or `None` for an index out of range. Lock-free, as
+    /// [`stats`](Self::stats); work done on threads that are not workers is only in `stats`.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool};
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// assert_eq!(pool.worker_stats(0).unwrap().polled, 0);
+    /// assert!(pool.worker_stats(2).is_none());
+    /// # }
+    /// ```
+    pub fn worker_stats(&self, index: usize) -> Option<WorkerStats> {
+        let inner = self.inner();
+        if index >= inner.worker_table.len() {
+            return None;
+        }
+        Some(match inner.worker_at(index) {
+            // SAFETY: as in `stats`.
+            Some(worker) => unsafe { worker.as_ref() }.stats.snapshot(),
+            None => WorkerStats::default(),
+        })
     }
 
     /// Whether the calling thread is one of this pool's worker threads.
@@ -348,17 +403,12 @@ impl<S: Spawner> ThreadPool<S> {
             None => {
                 let parker = self.inner().spawner.new_parker();
                 // SAFETY: we are the only waiter; `parker` lives until the signal is set
-                // (the spin below comes before it is dropped).
+                // (we return only after `spin_until_set`).
                 if unsafe { signal.register(crate::latch::Waiter::new(&parker)) } {
                     while !signal.is_setting() {
                         parker.park();
                     }
                 }
-                // Still in `parker`'s scope: after SETTING the setter may still be inside its
-                // `unpark`, and SET is its last access (tests/waiter_parker.rs; found by the
-                // capi_ops fuzz target under ASan).
-                signal.spin_until_set();
-                return;
             }
         }
         signal.spin_until_set();
@@ -386,8 +436,7 @@ impl<S: Spawner> ThreadPool<S> {
                     inner.notify(is_waking);
                 }
                 is_waking = false;
-                // SAFETY: dequeued, so this is its one run.
-                unsafe { Task::run(task) };
+                inner.run_task(me, task);
                 continue;
             }
             match inner.wait_or(me, is_waking, Some(&done)) {
@@ -397,8 +446,7 @@ impl<S: Spawner> ThreadPool<S> {
                     // Draining: keep running what we find; the setter unparks us.
                     while !done() {
                         match inner.find_work(me) {
-                            // SAFETY: dequeued, so this is its one run.
-                            Some((task, _)) => unsafe { Task::run(task) },
+                            Some((task, _)) => inner.run_task(me, task),
                             None => me.parker.park(),
                         }
                     }
@@ -464,6 +512,7 @@ impl<S: Spawner> ThreadPool<S> {
             if let Some(mut consumer) = inner.injector.try_lock() {
                 if let Some(task) = consumer.pop() {
                     drop(consumer);
+                    inner.outside.polled.bump_shared();
                     // SAFETY: dequeued, so this is its one run.
                     unsafe { Task::run(task) };
                     continue;

@@ -35,10 +35,11 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
+use super::stats::Counters;
 use super::Inner;
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
-use crate::sync::{fence, AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{fence, AtomicPtr, AtomicU32, CachePadded, Ordering};
 use crate::task::Task;
 
 /// Every this many searches, a worker looks at the injector before its own queues
@@ -70,11 +71,21 @@ pub(crate) struct Worker<S: Spawner> {
     pub(crate) ring: Ring,
     /// Fork-join jobs offered by `join` on this worker (owner LIFO, thieves take the oldest).
     pub(crate) joins: crate::join::deque::JoinDeque,
-    /// The `join`s running on this thread, with their not-yet-offered second halves
-    /// (`join::frame`; owner-only).
-    pub(crate) frames: crate::join::frame::FrameStack,
     /// The worker sleeps on this.
     pub(crate) parker: S::Parker,
+    /// What this worker did (`stats.rs`). Written only by this worker (Relaxed load + store);
+    /// padded so that a stats reader pulling the line never disturbs the fields above, which
+    /// thieves and notifiers read.
+    pub(crate) stats: CachePadded<Counters>,
+}
+
+impl<S: Spawner> Worker<S> {
+    /// Owner: counts one successful steal that took `tasks` tasks.
+    #[inline]
+    fn count_steal(&self, tasks: usize) {
+        self.stats.steals.bump_owned();
+        self.stats.stolen.add_owned(tasks);
+    }
 }
 
 impl<S: Spawner> core::fmt::Debug for Worker<S> {
@@ -103,8 +114,8 @@ impl<S: Spawner> Inner<S> {
             lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
             joins: crate::join::deque::JoinDeque::new(),
-            frames: crate::join::frame::FrameStack::new(),
             parker: self.spawner.new_parker(),
+            stats: CachePadded(Counters::default()),
         });
         let worker = NonNull::from(Box::leak(worker));
         // Release: the worker's fields are initialised before anyone can reach it.
@@ -130,7 +141,7 @@ impl<S: Spawner> Inner<S> {
                 Err(_shutdown) => match self.find_work(me) {
                     // Drain: queued work still runs after shutdown began.
                     Some((task, _)) => {
-                        self.run_task(task);
+                        self.run_task(me, task);
                         continue;
                     }
                     // A submit accepted just before the injector closed may still be linking
@@ -143,13 +154,15 @@ impl<S: Spawner> Inner<S> {
                     self.notify(is_waking);
                 }
                 is_waking = false;
-                self.run_task(task);
+                self.run_task(me, task);
             }
         }
     }
 
+    /// Runs a task `find_work` returned on worker `me` (this thread's) and counts it.
     #[inline]
-    fn run_task(&self, task: NonNull<Task>) {
+    pub(crate) fn run_task(&self, me: &Worker<S>, task: NonNull<Task>) {
+        me.stats.polled.bump_owned();
         // SAFETY: `find_work` dequeued the task, so this is its one run.
         unsafe { Task::run(task) };
     }
@@ -190,6 +203,7 @@ impl<S: Spawner> Inner<S> {
         let streak = me.lifo_streak.load(Ordering::Relaxed);
         if streak < MAX_LIFO_STREAK {
             me.lifo_streak.store(streak + 1, Ordering::Relaxed);
+            me.stats.lifo_hits.bump_owned();
             return Some(task);
         }
         me.lifo_streak.store(0, Ordering::Relaxed);
@@ -237,17 +251,17 @@ impl<S: Spawner> Inner<S> {
             if !v.ring.is_empty() {
                 // SAFETY: `me.ring` is our own ring.
                 if let Some(stolen) = unsafe { v.ring.steal_into(&me.ring) } {
-                    self.stats_steals.fetch_add(1, Ordering::Relaxed);
+                    me.count_steal(1 + stolen.queued as usize);
                     return Some((stolen.task, stolen.queued > 0));
                 }
             } else if let Some(task) = v.joins.steal() {
                 // A fork-join job: the victim's oldest, the biggest piece it has left.
-                self.stats_steals.fetch_add(1, Ordering::Relaxed);
+                me.count_steal(1);
                 return Some((task, false));
             } else if !v.lifo.load(Ordering::Relaxed).is_null() {
                 // Acquire pairs with the owner's Release swap in `push_lifo`.
                 if let Some(task) = NonNull::new(v.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
-                    self.stats_steals.fetch_add(1, Ordering::Relaxed);
+                    me.count_steal(1);
                     return Some((task, false));
                 }
             }
@@ -278,6 +292,9 @@ impl<S: Spawner> Inner<S> {
             (first, moved > 0)
         });
         drop(consumer);
+        if found.is_some() {
+            me.stats.injector_fetches.bump_owned();
+        }
         // The try-lock hand-off: while we held the consumer end, a worker that had consumed a
         // notification (and so must see the notified push) may have failed `try_lock` and gone
         // to sleep, trusting us to see the work; but we are not synchronised with that push

@@ -1,0 +1,150 @@
+//! Scheduler statistics (`ThreadPool::stats`, `ThreadPool::worker_stats`): the counters move
+//! by exact amounts where the schedule makes the amount certain, and by "at least one" only
+//! where it does not. Every test under a watchdog.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{scaled_min, watchdog, watchdog_secs};
+use pool::{Config, ThreadPool, ThreadSpawner, WorkerStats};
+
+type Pool = ThreadPool<ThreadSpawner>;
+
+fn pool(threads: usize) -> Arc<Pool> {
+    Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap())
+}
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(watchdog_secs(10)), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+fn workers(pool: &Pool) -> Vec<WorkerStats> {
+    (0..pool.max_threads()).map(|i| pool.worker_stats(i).expect("index in range")).collect()
+}
+
+fn sum(pool: &Pool, field: fn(&WorkerStats) -> usize) -> usize {
+    workers(pool).iter().map(field).sum()
+}
+
+/// N submits from outside on 2 workers: every run counted once, on the worker that ran it;
+/// the workers fetched from the injector; once idle, they parked.
+#[test]
+fn outside_submits_are_counted_once_and_idle_workers_park() {
+    let _g = common::shared();
+    watchdog("outside_submits", watchdog_secs(20), |_| {
+        let pool = pool(2);
+        let s = pool.stats();
+        assert_eq!((s.workers, s.threads, s.polled, s.parks, s.spawned), (2, 0, 0, 0, 0), "{s:?}");
+        assert_eq!(workers(&pool), vec![WorkerStats::default(); 2]);
+        assert!(pool.worker_stats(2).is_none());
+        assert!(pool.worker_stats(usize::MAX).is_none());
+
+        let n = scaled_min(100_000, 1_000);
+        let done = Arc::new(AtomicUsize::new(0));
+        for _ in 0..n {
+            let done = done.clone();
+            pool.spawn(move || {
+                done.fetch_add(1, Ordering::Release);
+            })
+            .unwrap();
+        }
+        wait_until("every task ran", || done.load(Ordering::Acquire) == n);
+        // A worker counts a task before running it, so every count is visible now.
+        let s = pool.stats();
+        assert_eq!(s.polled, n, "{s:?}");
+        assert_eq!(sum(&pool, |w| w.polled), n, "{:?}", workers(&pool));
+        assert!(s.injector_fetches >= 1, "{s:?}");
+        assert_eq!(s.spawned, 0, "{s:?}");
+        assert_eq!(s.lifo_hits, 0, "nothing was scheduled LIFO: {s:?}");
+        assert!(s.stolen >= s.steals, "{s:?}");
+        assert_eq!(s.stolen, sum(&pool, |w| w.stolen));
+        assert_eq!(s.injector_fetches, sum(&pool, |w| w.injector_fetches));
+
+        wait_until("a worker parks once idle", || pool.stats().parks > 0);
+        let s = pool.stats();
+        assert_eq!(s.parks, sum(&pool, |w| w.parks));
+        assert_eq!(s.polled, n, "idle workers run nothing: {s:?}");
+    });
+}
+
+/// Async spawns: from outside they count in the totals only; from a worker, on that worker.
+/// On one worker a future spawned by a task goes to the LIFO slot and is taken from there.
+#[test]
+fn async_spawns_and_lifo_hits() {
+    let _g = common::shared();
+    watchdog("async_spawns", watchdog_secs(20), |_| {
+        let pool = pool(1);
+        const OUTSIDE: usize = 10; // well under one tick: no budget end moves the LIFO task
+        const INSIDE: usize = 20;
+        let outside: Vec<_> = (0..OUTSIDE).map(|i| pool.spawn_future(async move { i }).unwrap()).collect();
+        let p = pool.clone();
+        let inner = pool
+            .spawn_future(async move {
+                (0..INSIDE).map(|i| p.spawn_future(async move { i }).unwrap()).collect::<Vec<_>>()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let total: usize = outside.into_iter().chain(inner).map(|h| h.join().unwrap()).sum();
+        assert_eq!(total, (0..OUTSIDE).sum::<usize>() + (0..INSIDE).sum::<usize>());
+
+        let s = pool.stats();
+        let w = pool.worker_stats(0).unwrap();
+        assert_eq!(s.spawned, OUTSIDE + 1 + INSIDE, "{s:?}");
+        assert_eq!(w.spawned, INSIDE, "spawned on the worker: {w:?}");
+        // Every future completes in its first poll.
+        assert_eq!(s.polled, OUTSIDE + 1 + INSIDE, "{s:?}");
+        assert_eq!(w.polled, s.polled, "one worker ran everything: {w:?}");
+        assert!(w.lifo_hits >= 1, "the newest spawned child ran from the LIFO slot: {w:?}");
+        assert_eq!((w.stolen, w.steals), (0, 0), "nobody to steal from: {w:?}");
+        // The runtime's view is the same two counters; index max_threads is "outside".
+        let rt = pool.runtime_stats();
+        assert_eq!((rt.spawned, rt.polled), (s.spawned, s.polled));
+        assert_eq!(pool.runtime_worker_stats(1).unwrap().spawned, OUTSIDE + 1);
+        assert!(pool.runtime_worker_stats(2).is_none());
+    });
+}
+
+/// Stealing made deterministic: a task submits M tasks to its own worker's ring and spins
+/// until they all ran without running any itself, so the other worker steals all M.
+#[test]
+fn stolen_counts_every_task_taken_from_a_blocked_worker() {
+    let _g = common::shared();
+    watchdog("stolen", watchdog_secs(20), |_| {
+        const M: usize = 200; // fits the ring (256): nothing spills to the injector
+        let pool = pool(2);
+        let before = pool.stats();
+        let done = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicBool::new(false));
+        let (p, d, f) = (pool.clone(), done.clone(), finished.clone());
+        pool.spawn(move || {
+            for _ in 0..M {
+                let d = d.clone();
+                p.spawn(move || {
+                    d.fetch_add(1, Ordering::Release);
+                })
+                .unwrap();
+            }
+            let start = Instant::now();
+            while d.load(Ordering::Acquire) < M {
+                assert!(start.elapsed() < Duration::from_secs(watchdog_secs(10)), "nobody stole the tasks");
+                std::thread::yield_now();
+            }
+            f.store(true, Ordering::Release);
+        })
+        .unwrap();
+        wait_until("the spinner's tasks ran", || finished.load(Ordering::Acquire));
+        let s = pool.stats();
+        assert_eq!(s.stolen - before.stolen, M, "{s:?}");
+        assert!(s.steals - before.steals >= 1, "{s:?}");
+        let w = workers(&pool);
+        assert!(w.iter().any(|w| w.stolen == M) && w.iter().any(|w| w.stolen == 0), "one thief took all: {w:?}");
+    });
+}
