@@ -403,12 +403,17 @@ impl<S: Spawner> ThreadPool<S> {
             None => {
                 let parker = self.inner().spawner.new_parker();
                 // SAFETY: we are the only waiter; `parker` lives until the signal is set
-                // (we return only after `spin_until_set`).
+                // (the spin below comes before it is dropped).
                 if unsafe { signal.register(crate::latch::Waiter::new(&parker)) } {
                     while !signal.is_setting() {
                         parker.park();
                     }
                 }
+                // Still in `parker`'s scope: after SETTING the setter may still be inside its
+                // `unpark`, and SET is its last access (tests/waiter_parker.rs; found by the
+                // capi_ops fuzz target under ASan).
+                signal.spin_until_set();
+                return;
             }
         }
         signal.spin_until_set();

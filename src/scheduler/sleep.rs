@@ -51,10 +51,18 @@ impl<S: Spawner> Inner<S> {
     /// its job back itself (README, "Join jobs").
     #[inline]
     pub(crate) fn notify_join(&self) {
-        let s = self.load_sync(Ordering::Relaxed);
-        if s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads) {
+        if self.wants_join_work() {
             self.notify(false);
         }
+    }
+
+    /// Whether a join job offered now could be picked up: a worker is idle or one more can be
+    /// started, and no wake-up is in flight already. `join` promotes a latent frame only then
+    /// (`join::frame`); a stale answer costs parallelism, never progress (the Relaxed load).
+    #[inline]
+    pub(crate) fn wants_join_work(&self) -> bool {
+        let s = self.load_sync(Ordering::Relaxed);
+        s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads)
     }
 
     /// Tells the pool there is new work. `is_waking`: the caller is the waking thread and hands

@@ -71,6 +71,9 @@ pub(crate) struct Worker<S: Spawner> {
     pub(crate) ring: Ring,
     /// Fork-join jobs offered by `join` on this worker (owner LIFO, thieves take the oldest).
     pub(crate) joins: crate::join::deque::JoinDeque,
+    /// The `join`s running on this thread, with their not-yet-offered second halves
+    /// (`join::frame`; owner-only).
+    pub(crate) frames: crate::join::frame::FrameStack,
     /// The worker sleeps on this.
     pub(crate) parker: S::Parker,
     /// What this worker did (`stats.rs`). Written only by this worker (Relaxed load + store);
@@ -114,6 +117,7 @@ impl<S: Spawner> Inner<S> {
             lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
             joins: crate::join::deque::JoinDeque::new(),
+            frames: crate::join::frame::FrameStack::new(),
             parker: self.spawner.new_parker(),
             stats: CachePadded(Counters::default()),
         });
