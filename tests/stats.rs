@@ -1,15 +1,18 @@
-//! Scheduler statistics (`ThreadPool::stats`, `ThreadPool::worker_stats`): the counters move
-//! by exact amounts where the schedule makes the amount certain, and by "at least one" only
-//! where it does not. Every test under a watchdog.
+//! Scheduler statistics (`ThreadPool::stats`, `ThreadPool::worker_stats`) and the cooperative
+//! budget: the counters move by exact amounts where the schedule makes the amount certain,
+//! and by "at least one" only where it does not. Every test under a watchdog.
 
 mod common;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use common::{scaled_min, watchdog, watchdog_secs};
-use pool::{Config, ThreadPool, ThreadSpawner, WorkerStats};
+use pool::{Config, Stats, ThreadPool, ThreadSpawner, WorkerStats};
 
 type Pool = ThreadPool<ThreadSpawner>;
 
@@ -146,5 +149,83 @@ fn stolen_counts_every_task_taken_from_a_blocked_worker() {
         assert!(s.steals - before.steals >= 1, "{s:?}");
         let w = workers(&pool);
         assert!(w.iter().any(|w| w.stolen == M) && w.iter().any(|w| w.stolen == 0), "one thief took all: {w:?}");
+    });
+}
+
+/// Two futures that wake each other forever: each wake comes from the other's poll, so it
+/// goes to the worker's LIFO slot. Stops (and wakes its partner so it completes too) when
+/// `stop` is set.
+struct Pair {
+    wakers: [Mutex<Option<Waker>>; 2],
+    stop: AtomicBool,
+    polls: AtomicUsize,
+}
+
+struct PingPong {
+    pair: Arc<Pair>,
+    me: usize,
+}
+
+impl Future for PingPong {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let pair = &self.pair;
+        let other = pair.wakers[1 - self.me].lock().unwrap().take();
+        if pair.stop.load(Ordering::Acquire) {
+            if let Some(w) = other {
+                w.wake();
+            }
+            return Poll::Ready(());
+        }
+        pair.polls.fetch_add(1, Ordering::Relaxed);
+        *pair.wakers[self.me].lock().unwrap() = Some(cx.waker().clone());
+        if let Some(w) = other {
+            w.wake();
+        }
+        Poll::Pending
+    }
+}
+
+/// The cooperative budget: a worker kept busy by tasks that wake each other (LIFO chain) or
+/// themselves (yield) still runs work injected from outside within one tick (128 runs).
+#[test]
+fn injected_work_runs_within_one_tick_of_a_busy_worker() {
+    let _g = common::shared();
+    watchdog("budget", watchdog_secs(20), |_| {
+        const BUDGET_PER_TICK: usize = 128; // scheduler::worker::BUDGET_PER_TICK
+        let pool = pool(1);
+        for round in 0..20 {
+            let pair = Arc::new(Pair { wakers: Default::default(), stop: AtomicBool::new(false), polls: AtomicUsize::new(0) });
+            // Even rounds: the LIFO ping-pong; odd rounds: one self-waking yielder.
+            let handles: Vec<_> = if round % 2 == 0 {
+                (0..2).map(|me| pool.spawn_future(PingPong { pair: pair.clone(), me }).unwrap()).collect()
+            } else {
+                let pr = pair.clone();
+                vec![pool
+                    .spawn_future(async move {
+                        while !pr.stop.load(Ordering::Acquire) {
+                            pr.polls.fetch_add(1, Ordering::Relaxed);
+                            pool::runtime::yield_now().await;
+                        }
+                    })
+                    .unwrap()]
+            };
+            wait_until("the busy tasks run", || pair.polls.load(Ordering::Relaxed) > 1_000);
+            let ran_at = Arc::new(AtomicUsize::new(usize::MAX));
+            let (pr, r) = (pair.clone(), ran_at.clone());
+            let submitted_at = pair.polls.load(Ordering::Relaxed);
+            pool.spawn(move || {
+                r.store(pr.polls.load(Ordering::Relaxed), Ordering::Release);
+                pr.stop.store(true, Ordering::Release);
+            })
+            .unwrap();
+            for h in handles {
+                h.join().unwrap();
+            }
+            let waited = ran_at.load(Ordering::Acquire) - submitted_at;
+            assert!(waited <= BUDGET_PER_TICK, "round {round}: the injected task waited {waited} polls of the busy tasks");
+        }
+        let s: Stats = pool.stats();
+        assert!(s.lifo_hits > 0, "{s:?}");
     });
 }

@@ -69,9 +69,11 @@
 //!   queued behind it (tested in `tests/runtime.rs`, `self_waking_task_does_not_starve_others`).
 //! * The injector is checked every 61st search (fixed, as tokio). The text's EWMA-adaptive
 //!   interval and fair-share batch fetch (`len / workers`) are not done: a worker takes up to
-//!   half a ring from the injector. Nor is the 128-poll budget per tick: the text spends it on
-//!   timer and I/O maintenance, which this runtime does not have; fairness between tasks comes
-//!   from the rule above and the LIFO cap.
+//!   half a ring from the injector.
+//! * The cooperative budget: a worker runs at most 128 tasks (polls) per tick; at the end of a
+//!   tick its next search starts at the injector and its LIFO slot's task goes to the back of
+//!   its ring (`scheduler::worker`, tested in `tests/stats.rs`). The text also spends the tick
+//!   end on timer and I/O maintenance, which this runtime does not have.
 //! * Parking: the text's `transitioning_to_park` flag guards a LIFO slot being filled for a
 //!   worker that is about to sleep. It cannot happen here: only the worker itself fills its
 //!   slot (so it is not asleep), the slot is stealable, and every submit goes through the

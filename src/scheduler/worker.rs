@@ -24,6 +24,18 @@
 //! waking thread, notifies before running it, so sleeping threads join in as work appears
 //! (the wake-up cascade) but never more than one at a time.
 //!
+//! # The cooperative budget (text 003)
+//! A worker runs at most [`BUDGET_PER_TICK`] (128) tasks (async polls included) per *tick*.
+//! When a tick's budget is spent, the worker ends the tick (`end_tick`): its next search starts
+//! at the injector, and the task in its LIFO slot moves to the back of its ring with the LIFO
+//! streak reset, so work from outside and the tasks queued behind a chain of cache-hot LIFO
+//! tasks get their turn however the tasks wake each other. (The text's tick also runs timer and
+//! I/O maintenance and retunes the injector interval; this runtime has no timers or I/O, and its
+//! interval is fixed.) Within a tick, [`INJECTOR_INTERVAL`] and [`MAX_LIFO_STREAK`] already bound
+//! the wait of injected and ring tasks; the budget is the outer bound that holds whatever
+//! those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
+//! the budget costs one test and branch per task.
+//!
 //! # Lifetime
 //! A `Worker` is heap-allocated by its own thread when it starts and linked into the pool's
 //! intrusive, push-only list. It is freed only when the pool is dropped, after every thread
@@ -47,6 +59,10 @@ use crate::task::Task;
 pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 /// Most LIFO-slot tasks run in a row before the ring gets a turn (text 003).
 pub(crate) const MAX_LIFO_STREAK: u32 = 3;
+/// Most tasks a worker runs per tick (text 003's cooperative budget; module docs). A power of
+/// two: the end of a tick is a mask test on the worker's run counter.
+pub(crate) const BUDGET_PER_TICK: usize = 128;
+const _: () = assert!(BUDGET_PER_TICK.is_power_of_two());
 
 /// One worker thread's state.
 ///
@@ -163,12 +179,31 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Runs a task `find_work` returned on worker `me` (this thread's) and counts it.
+    /// Runs a task `find_work` returned on worker `me` (this thread's): counts it, runs it,
+    /// and ends the tick when its budget is spent.
     #[inline]
     pub(crate) fn run_task(&self, me: &Worker<S>, task: NonNull<Task>) {
-        me.stats.polled.bump_owned();
+        let runs = me.stats.polled.bump_owned();
         // SAFETY: `find_work` dequeued the task, so this is its one run.
         unsafe { Task::run(task) };
+        if runs % BUDGET_PER_TICK == 0 {
+            self.end_tick(me);
+        }
+    }
+
+    /// The tick's budget is spent (module docs): the next search starts at the injector, and
+    /// the LIFO slot's task goes to the back of the ring.
+    #[cold]
+    #[inline(never)]
+    fn end_tick(&self, me: &Worker<S>) {
+        me.tick.store(0, Ordering::Relaxed);
+        me.lifo_streak.store(0, Ordering::Relaxed);
+        if !me.lifo.load(Ordering::Relaxed).is_null() {
+            // Acquire pairs with the Release swap in `push_lifo`, as in `pop_lifo`.
+            if let Some(task) = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
+                self.push_ring(me, task);
+            }
+        }
     }
 
     /// Finds a task (see the module docs for the order). The bool says whether more tasks
