@@ -24,12 +24,12 @@
 use core::fmt;
 use core::ptr;
 
-use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{spin_hint, AtomicUsize, Ordering, UnsafeCell};
 
-const EMPTY: u32 = 0;
-const WAITING: u32 = 1;
-const SETTING: u32 = 2;
-const SET: u32 = 3;
+const EMPTY: usize = 0;
+const WAITING: usize = 1;
+const SETTING: usize = 2;
+const SET: usize = 3;
 
 /// Who to wake when a signal is set: a type-erased parker.
 #[derive(Clone, Copy)]
@@ -59,9 +59,21 @@ impl Waiter {
 
 /// A one-shot completion with at most one waiter. See the module docs.
 pub struct Signal {
-    state: AtomicU32,
+    /// A `usize`, not a `u32`, so that no byte of a `Signal` is padding: `set(&self)` is still
+    /// running after its last access (the store of SET) while the waiter may already free the
+    /// signal. A shared reference keeps only the bytes outside an `UnsafeCell` protected for
+    /// the whole call (Stacked Borrows), and padding is such a byte: Miri reported that free as
+    /// undefined behaviour (`JoinHandle::join`'s doc example) when the state was a `u32`.
+    state: AtomicUsize,
     waiter: UnsafeCell<Option<Waiter>>,
 }
+
+// No padding in a `Signal` (see `state`).
+#[cfg(not(loom))]
+static_assertions::const_assert_eq!(
+    core::mem::size_of::<Signal>(),
+    core::mem::size_of::<AtomicUsize>() + core::mem::size_of::<UnsafeCell<Option<Waiter>>>()
+);
 
 // SAFETY: `waiter` is written only by the single waiter before it publishes WAITING (Release)
 // and read only by the single setter after it observes WAITING (Acquire).
@@ -84,7 +96,7 @@ impl Default for Signal {
 impl Signal {
     /// An unset signal.
     pub fn new() -> Self {
-        Self { state: AtomicU32::new(EMPTY), waiter: UnsafeCell::new(None) }
+        Self { state: AtomicUsize::new(EMPTY), waiter: UnsafeCell::new(None) }
     }
 
     /// Whether `set` has completed (the waiter may return and free the signal).
