@@ -20,7 +20,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-rust test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header demo test test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
@@ -107,6 +107,20 @@ test-miri:
 	set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
 	$(CARGO) +nightly miri test --target-dir target/miri --test smoke
 
+# The API docs: rustdoc with every warning an error (broken links, links to private items),
+# then every doc example (README's Rust examples included) as a test.
+test-doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --features capi
+	$(CARGO) test --release --doc --features capi
+
+# The doc examples under Miri (isolation off: some read files). Examples on the process-wide
+# pools (files named global.rs) leave those pools' threads running at exit, by design: they
+# run in a second pass that ignores leaks. About 3 minutes on 2 cores.
+test-miri-doc:
+	@if ! $(CARGO) +nightly miri --version >/dev/null 2>&1; then echo "SKIP: miri not installed (rustup component add miri --toolchain nightly)"; exit 0; fi; \
+	set -e; MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test --target-dir target/miri --doc -- --skip /global.rs; \
+	MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" $(CARGO) +nightly miri test --target-dir target/miri --doc -- /global.rs
+
 NOSTD_TARGETS := thumbv7em-none-eabihf
 test-nostd:
 	@for t in $(NOSTD_TARGETS); do echo "== no_std $$t"; \
@@ -114,7 +128,7 @@ test-nostd:
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
 
-test: check-header test-rust test-c test-c-asan test-c-valgrind test-loom test-miri test-tsan test-nostd test-nostd-example test-zig test-install
+test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-install
 	@echo "make test: all green"
 
 verify: test

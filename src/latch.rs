@@ -57,7 +57,29 @@ impl Waiter {
     }
 }
 
-/// A one-shot completion with at most one waiter. See the module docs.
+/// A one-shot completion with at most one waiter: one thread [`set`](Self::set)s it, once; one
+/// thread waits for it with [`ThreadPool::wait_for`](crate::ThreadPool::wait_for) (helping
+/// with other work on a worker, parking elsewhere). No allocation: it may live in the waiter's
+/// stack frame, since the setter's last access comes before the waiter can return.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, Signal, ThreadPool};
+/// use std::sync::Arc;
+///
+/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let done = Arc::new(Signal::new());
+/// let setter = done.clone();
+/// pool.spawn(move || {
+///     // ... the work ...
+///     // SAFETY: the only `set` of this signal.
+///     unsafe { setter.set() };
+/// })
+/// .unwrap();
+/// pool.wait_for(&done); // parks here (not a worker) until `set`
+/// assert!(done.is_set());
+/// # }
+/// ```
 pub struct Signal {
     /// A `usize`, not a `u32`, so that no byte of a `Signal` is padding: `set(&self)` is still
     /// running after its last access (the store of SET) while the waiter may already free the
@@ -95,11 +117,23 @@ impl Default for Signal {
 
 impl Signal {
     /// An unset signal.
+    ///
+    /// ```
+    /// assert!(!pool::Signal::new().is_set());
+    /// ```
     pub fn new() -> Self {
         Self { state: AtomicUsize::new(EMPTY), waiter: UnsafeCell::new(None) }
     }
 
     /// Whether `set` has completed (the waiter may return and free the signal).
+    ///
+    /// ```
+    /// let signal = pool::Signal::new();
+    /// assert!(!signal.is_set());
+    /// // SAFETY: set once.
+    /// unsafe { signal.set() };
+    /// assert!(signal.is_set());
+    /// ```
     #[inline]
     pub fn is_set(&self) -> bool {
         // Acquire pairs with `set`'s Release: everything before the set is visible.
@@ -128,6 +162,19 @@ impl Signal {
     ///
     /// # Safety
     /// Called at most once per signal. After it returns, the signal may already be freed.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
+    /// let signal = pool::Signal::new();
+    /// std::thread::scope(|s| {
+    ///     // SAFETY: the only `set`; `signal` outlives the scoped thread.
+    ///     s.spawn(|| unsafe { signal.set() });
+    ///     pool.wait_for(&signal); // returns once the other thread has set it
+    /// });
+    /// assert!(signal.is_set());
+    /// # }
+    /// ```
     pub unsafe fn set(&self) {
         // AcqRel: Acquire sees the registered waiter; Release publishes the work done before.
         if self.state.swap(SETTING, Ordering::AcqRel) == WAITING {
@@ -200,11 +247,22 @@ impl Default for CountLatch {
 
 impl CountLatch {
     /// A latch with nothing outstanding.
+    ///
+    /// ```
+    /// assert_eq!(pool::CountLatch::new().pending(), 0);
+    /// ```
     pub fn new() -> Self {
         Self { count: AtomicUsize::new(1), signal: Signal::new() }
     }
 
     /// Adds `n` outstanding units (before the work that will call `done` is started).
+    ///
+    /// ```
+    /// let latch = pool::CountLatch::new();
+    /// latch.add(3);
+    /// latch.add(1);
+    /// assert_eq!(latch.pending(), 4);
+    /// ```
     #[inline]
     pub fn add(&self, n: usize) {
         let prev = self.count.fetch_add(n, Ordering::Relaxed);
@@ -216,6 +274,27 @@ impl CountLatch {
     /// # Safety
     /// At most one `done` per unit added. The last `done` may free nothing the waiter still
     /// needs: after it, the waiter may return and free the latch.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
+    /// let latch = pool::CountLatch::new();
+    /// let mut parts = [0u64; 4];
+    /// latch.add(parts.len());
+    /// std::thread::scope(|s| {
+    ///     for (i, part) in parts.iter_mut().enumerate() {
+    ///         let latch = &latch;
+    ///         s.spawn(move || {
+    ///             *part = i as u64 * 10;
+    ///             // SAFETY: one `done` per unit added; the last one may let the waiter return.
+    ///             unsafe { latch.done() };
+    ///         });
+    ///     }
+    ///     pool.wait_for_latch(&latch); // every `done` happened before this returns
+    /// });
+    /// assert_eq!(parts.iter().sum::<u64>(), 60);
+    /// # }
+    /// ```
     #[inline]
     pub unsafe fn done(&self) {
         // AcqRel: Release publishes this unit's work; the Acquire in the last decrement makes
@@ -234,6 +313,14 @@ impl CountLatch {
     }
 
     /// Outstanding units (approximate while work runs).
+    ///
+    /// ```
+    /// let latch = pool::CountLatch::new();
+    /// latch.add(2);
+    /// // SAFETY: one `done` per unit added.
+    /// unsafe { latch.done() };
+    /// assert_eq!(latch.pending(), 1);
+    /// ```
     pub fn pending(&self) -> usize {
         self.count.load(Ordering::Relaxed).saturating_sub(1)
     }

@@ -10,6 +10,17 @@
 static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Number of panics caught in closure tasks (process-wide; always 0 without `std`).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let before = pool::panic_count();
+/// pool.spawn(|| panic!("caught at the task boundary")).unwrap(); // the hook prints it
+/// pool.spawn(|| println!("the worker goes on")).unwrap();
+/// pool.shutdown().unwrap();
+/// assert!(pool::panic_count() > before);
+/// # }
+/// ```
 pub fn panic_count() -> usize {
     #[cfg(feature = "std")]
     return PANICS.load(std::sync::atomic::Ordering::Relaxed);

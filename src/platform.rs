@@ -18,6 +18,42 @@ use core::time::Duration;
 ///
 /// Idle worker threads spend their time in `park`, so it should not spin for long: a pool with
 /// no work must burn no CPU.
+///
+/// A port implements it on the platform's binary semaphore (an RTOS event flag, a futex). The
+/// simplest correct one, shown here, is a token and a yielding wait (it burns CPU while idle:
+/// fine for a test, not for a product):
+///
+/// ```
+/// use core::sync::atomic::{AtomicBool, Ordering};
+/// use core::time::Duration;
+/// use pool::Parker;
+///
+/// #[derive(Default)]
+/// struct YieldParker(AtomicBool); // the token
+///
+/// impl Parker for YieldParker {
+///     fn park(&self) {
+///         while !self.0.swap(false, Ordering::Acquire) {
+///             std::thread::yield_now(); // an RTOS: task_yield()
+///         }
+///     }
+///     fn park_timeout(&self, _timeout: Duration) {
+///         // Returning early is allowed (the pool re-checks); sleeping through a token is not.
+///         if !self.0.swap(false, Ordering::Acquire) {
+///             std::thread::yield_now();
+///         }
+///     }
+///     fn unpark(&self) {
+///         self.0.store(true, Ordering::Release);
+///     }
+/// }
+///
+/// let parker = YieldParker::default();
+/// parker.unpark();
+/// parker.unpark(); // merged with the first: still one token
+/// parker.park(); // consumes it and returns at once
+/// parker.park_timeout(Duration::from_millis(1)); // no token: returns after about 1 ms, or sooner
+/// ```
 pub trait Parker: Send + Sync {
     /// Blocks until a token is available and consumes it (or returns spuriously).
     fn park(&self);
@@ -29,6 +65,9 @@ pub trait Parker: Send + Sync {
 
 /// The function a new thread runs: `entry(arg)`, exactly once. `#[repr(C)]` so C hosts can
 /// start it from their own thread functions.
+///
+/// The pool builds it and hands it to [`Spawner::spawn`], whose thread calls
+/// [`run`](Self::run) (example there and on [`Spawner`]).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ThreadStart {
@@ -53,6 +92,25 @@ impl ThreadStart {
     ///
     /// # Safety
     /// Called once per `ThreadStart` handed to [`Spawner::spawn`].
+    ///
+    /// ```
+    /// use core::ffi::c_void;
+    /// use pool::ThreadStart;
+    ///
+    /// unsafe extern "C" fn entry(arg: *mut c_void) {
+    ///     // SAFETY: `arg` is the `u32` below, alive until this thread is joined.
+    ///     unsafe { *arg.cast::<u32>() += 1 };
+    /// }
+    ///
+    /// let mut runs = 0u32;
+    /// let start = ThreadStart { entry, arg: (&raw mut runs).cast() };
+    /// std::thread::scope(|s| {
+    ///     // What a `Spawner` does on its new thread.
+    ///     // SAFETY: run once; `runs` outlives the scoped thread.
+    ///     s.spawn(move || unsafe { start.run() });
+    /// });
+    /// assert_eq!(runs, 1);
+    /// ```
     pub unsafe fn run(self) {
         // SAFETY: the pool built `entry`/`arg` together; the caller runs it once.
         unsafe { (self.entry)(self.arg) }
@@ -61,6 +119,11 @@ impl ThreadStart {
 
 /// The error a [`Spawner`] reports when it cannot start a thread (out of memory, thread limit,
 /// a host that has no more threads). The pool survives it: it works with the threads it has.
+///
+/// ```
+/// let refused: Result<(), pool::SpawnError> = Err(pool::SpawnError);
+/// assert_eq!(refused.unwrap_err().to_string(), "could not start a thread");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpawnError;
 
@@ -83,6 +146,54 @@ impl fmt::Display for SpawnError {
 ///   from `start.run()` (and, for OS threads, has exited, so nothing of it is left).
 /// * `current_worker` returns, on any thread, the last value `set_current_worker` stored on
 ///   that same thread, or null (the default implementations: no thread-local storage).
+///
+/// # Example
+/// A spawner on the platform's threads (here `std::thread` stands in for an RTOS's task
+/// create and join), and a pool built on it with [`ThreadPool::with_spawner`](crate::ThreadPool::with_spawner):
+///
+/// ```
+/// use std::sync::Mutex;
+/// use std::thread::JoinHandle;
+/// use pool::{CondvarParker, Config, SpawnError, Spawner, ThreadPool, ThreadStart};
+///
+/// #[derive(Default)]
+/// struct MySpawner {
+///     threads: Mutex<Vec<JoinHandle<()>>>,
+/// }
+///
+/// // SAFETY: `spawn` returns Ok only once the thread that runs `start` exists, and records it
+/// // under the lock, which `join_all` takes before joining every recorded thread.
+/// unsafe impl Spawner for MySpawner {
+///     type Parker = CondvarParker; // any `Parker`: see that trait's example
+///
+///     fn new_parker(&self) -> CondvarParker {
+///         CondvarParker::new()
+///     }
+///     fn spawn(&self, start: ThreadStart, stack_size: usize) -> Result<(), SpawnError> {
+///         let mut builder = std::thread::Builder::new();
+///         if stack_size != 0 {
+///             builder = builder.stack_size(stack_size);
+///         }
+///         let mut threads = self.threads.lock().unwrap(); // held until the handle is recorded
+///         // SAFETY: `run` is called once, on the new thread.
+///         let thread = builder.spawn(move || unsafe { start.run() }).map_err(|_| SpawnError)?;
+///         threads.push(thread);
+///         Ok(())
+///     }
+///     fn join_all(&self) {
+///         for thread in self.threads.lock().unwrap().drain(..) {
+///             thread.join().unwrap();
+///         }
+///     }
+/// }
+///
+/// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, MySpawner::default()).unwrap();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.spawn(move || tx.send(6 * 7).unwrap()).unwrap();
+/// assert_eq!(rx.recv().unwrap(), 42);
+/// pool.shutdown().unwrap(); // joins through `join_all`
+/// assert!(pool.spawner().threads.lock().unwrap().is_empty());
+/// ```
 pub unsafe trait Spawner: Send + Sync + 'static {
     /// The parker this platform's threads block on.
     type Parker: Parker;

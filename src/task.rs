@@ -24,11 +24,30 @@ use core::ptr::{self, NonNull};
 use crate::sync::{AtomicPtr, Ordering};
 
 /// The callback a task runs: called exactly once with the pointer that was submitted.
+///
+/// `extern "C"`, so a C host's `void (*)(struct task *)` is one too; it must not unwind.
+///
+/// ```
+/// use pool::{Callback, Task};
+/// unsafe extern "C" fn log(_task: *mut Task) { /* recover the job with `container_of!` */ }
+/// let callback: Callback = log;
+/// let task = Task::new(callback);
+/// assert!(task.callback().is_some());
+/// ```
 pub type Callback = unsafe extern "C" fn(task: *mut Task);
 
 /// An intrusive task header: embed it in your own struct and submit a pointer to it.
 ///
-/// See the [module docs](self) for the contract (runs exactly once; memory valid until then).
+/// The contract on every task:
+/// * submitted once, it runs **exactly once**: its callback is called with the task pointer on
+///   one of the pool's threads (or, if the pool could never start a thread, on the thread that
+///   shuts the pool down);
+/// * the memory stays valid, unmoved, and is not submitted again until its callback has
+///   started; from then on the pool never touches the task again: the callback may free it or
+///   submit it again;
+/// * the link inside belongs to the pool while the task is queued.
+///
+/// `#[repr(C)]`, layout-identical to the C `struct task { struct task *next; void (*callback)(struct task *); }`.
 ///
 /// ```
 /// use pool::{container_of, Task};
@@ -69,6 +88,15 @@ unsafe impl Sync for Task {}
 
 impl Task {
     /// A task that will call `callback` when it runs.
+    ///
+    /// `const`, so a task can be a `static`:
+    ///
+    /// ```
+    /// use pool::Task;
+    /// unsafe extern "C" fn tick(_task: *mut Task) {}
+    /// static TICK: Task = Task::new(tick);
+    /// assert!(TICK.callback().is_some());
+    /// ```
     #[cfg(not(loom))]
     pub const fn new(callback: Callback) -> Self {
         Self { next: AtomicPtr::new(ptr::null_mut()), callback: Some(callback) }
@@ -82,11 +110,38 @@ impl Task {
 
     /// The callback, `None` if the task was built without one (the C layer allows that and
     /// rejects such a task at submission).
+    ///
+    /// ```
+    /// use pool::Task;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// static RAN: AtomicBool = AtomicBool::new(false);
+    /// unsafe extern "C" fn run(_task: *mut Task) {
+    ///     RAN.store(true, Ordering::Relaxed);
+    /// }
+    /// let mut task = Task::new(run);
+    /// let callback = task.callback().unwrap();
+    /// // SAFETY: `run` ignores its argument (a worker would pass the submitted pointer).
+    /// unsafe { callback(&mut task) };
+    /// assert!(RAN.load(Ordering::Relaxed));
+    /// ```
     pub fn callback(&self) -> Option<Callback> {
         self.callback
     }
 
     /// Replaces the callback (for reusing a task struct; only while the task is not queued).
+    ///
+    /// ```
+    /// use pool::Task;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// static STAGE: AtomicU32 = AtomicU32::new(0);
+    /// unsafe extern "C" fn first(_task: *mut Task) { STAGE.store(1, Ordering::Relaxed); }
+    /// unsafe extern "C" fn second(_task: *mut Task) { STAGE.store(2, Ordering::Relaxed); }
+    /// let mut task = Task::new(first);
+    /// task.set_callback(second); // e.g. a job moving on to its next stage
+    /// // SAFETY: the callbacks ignore their argument.
+    /// unsafe { task.callback().unwrap()(&mut task) };
+    /// assert_eq!(STAGE.load(Ordering::Relaxed), 2);
+    /// ```
     pub fn set_callback(&mut self, callback: Callback) {
         self.callback = Some(callback);
     }
@@ -139,6 +194,23 @@ impl fmt::Debug for Task {
 /// was itself derived from a pointer to the whole container (`&raw mut (*job).task` from a
 /// `*mut Job`), not from a reference to the field alone (`&mut job.task`): submit pointers
 /// made the first way.
+///
+/// ```
+/// use pool::{container_of, Task};
+///
+/// #[repr(C)]
+/// struct Job { id: u32, task: Task }
+/// unsafe extern "C" fn run(_task: *mut Task) {}
+///
+/// let mut job = Job { id: 7, task: Task::new(run) };
+/// let job_ptr: *mut Job = &mut job;
+/// // SAFETY: `job_ptr` is live; the field pointer is derived from the whole job.
+/// let task: *mut Task = unsafe { &raw mut (*job_ptr).task };
+/// let back: *mut Job = container_of!(task, Job, task);
+/// assert_eq!(back, job_ptr);
+/// // SAFETY: `back` points to the live `job`, with the whole job's provenance.
+/// assert_eq!(unsafe { (*back).id }, 7);
+/// ```
 #[macro_export]
 macro_rules! container_of {
     ($ptr:expr, $Container:ty, $field:ident) => {{
@@ -199,16 +271,36 @@ impl From<NonNull<Task>> for Batch {
 
 impl Batch {
     /// An empty batch.
+    ///
+    /// ```
+    /// assert!(pool::Batch::new().is_empty());
+    /// ```
     pub const fn new() -> Self {
         Self { head: None, tail: None, len: 0 }
     }
 
     /// Number of tasks in the batch.
+    ///
+    /// ```
+    /// use pool::{Batch, Task};
+    /// unsafe extern "C" fn noop(_: *mut Task) {}
+    /// let mut task = Task::new(noop);
+    /// let mut batch = Batch::new();
+    /// // SAFETY: `task` outlives the batch and is in no other list.
+    /// unsafe { batch.push((&mut task).into()) };
+    /// assert_eq!(batch.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the batch holds no task.
+    ///
+    /// ```
+    /// let mut batch = pool::Batch::new();
+    /// assert!(batch.is_empty());
+    /// assert!(batch.pop().is_none());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -217,6 +309,30 @@ impl Batch {
     ///
     /// # Safety
     /// `task` is valid, in no other batch or queue, and stays valid until it has run.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Batch, Config, Task, ThreadPool};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static RAN: AtomicUsize = AtomicUsize::new(0);
+    /// unsafe extern "C" fn count(_: *mut Task) {
+    ///     RAN.fetch_add(1, Ordering::Relaxed);
+    /// }
+    ///
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let mut tasks: Vec<Task> = (0..16).map(|_| Task::new(count)).collect();
+    /// let mut batch = Batch::new();
+    /// for task in tasks.iter_mut() {
+    ///     // SAFETY: each task is in this batch only, and outlives its run (shutdown below).
+    ///     unsafe { batch.push(task.into()) };
+    /// }
+    /// // SAFETY: as above: every task stays valid until it has run.
+    /// unsafe { pool.submit_batch(batch).unwrap() };
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(RAN.load(Ordering::Relaxed), 16);
+    /// # }
+    /// ```
     #[inline]
     pub unsafe fn push(&mut self, task: NonNull<Task>) {
         // SAFETY: the caller hands the task over exclusively.
@@ -231,6 +347,22 @@ impl Batch {
     }
 
     /// Appends all of `other` after this batch's tasks.
+    ///
+    /// ```
+    /// use pool::{Batch, Task};
+    /// unsafe extern "C" fn noop(_: *mut Task) {}
+    /// let mut tasks = [Task::new(noop), Task::new(noop), Task::new(noop)];
+    /// let [a, b, c] = &mut tasks;
+    /// let (mut first, mut second) = (Batch::new(), Batch::new());
+    /// // SAFETY: each task is in one batch only and outlives it.
+    /// unsafe {
+    ///     first.push(a.into());
+    ///     second.push(b.into());
+    ///     second.push(c.into());
+    /// }
+    /// first.append(second);
+    /// assert_eq!(first.len(), 3);
+    /// ```
     pub fn append(&mut self, other: Batch) {
         let Some(other_head) = other.head else { return };
         match self.tail {
@@ -243,6 +375,21 @@ impl Batch {
     }
 
     /// Removes and returns the first task.
+    ///
+    /// ```
+    /// use core::ptr::NonNull;
+    /// use pool::{Batch, Task};
+    /// unsafe extern "C" fn noop(_: *mut Task) {}
+    /// let mut tasks = [Task::new(noop), Task::new(noop)];
+    /// let first = NonNull::from(&mut tasks[0]);
+    /// let mut batch = Batch::new();
+    /// for task in tasks.iter_mut() {
+    ///     // SAFETY: each task is in this batch only and outlives it.
+    ///     unsafe { batch.push(task.into()) };
+    /// }
+    /// assert_eq!(batch.pop(), Some(first)); // first in, first out
+    /// assert_eq!(batch.len(), 1);
+    /// ```
     #[inline]
     pub fn pop(&mut self) -> Option<NonNull<Task>> {
         let task = self.head?;

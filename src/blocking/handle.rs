@@ -27,6 +27,21 @@ use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
 
 /// Why a [`BlockingHandle`] has no value.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{BlockingConfig, BlockingJoinError, BlockingPool};
+///
+/// let pool = BlockingPool::new(BlockingConfig::default()).unwrap();
+/// let handle = pool.spawn_blocking(|| -> u32 { panic!("disk on fire") }).unwrap();
+/// match handle.join() {
+///     Ok(_) => unreachable!(),
+///     Err(BlockingJoinError::Panicked) => {} // caught and counted in `pool::panic_count()`
+///     Err(BlockingJoinError::Cancelled) => unreachable!("only if shutdown came first"),
+///     Err(_) => unreachable!(), // non_exhaustive
+/// }
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BlockingJoinError {
@@ -130,6 +145,17 @@ impl<T> BlockingHandle<T> {
     }
 
     /// Whether the closure has finished (or was cancelled): `join` would not block.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let handle = pool.spawn_blocking(move || rx.recv().is_ok()).unwrap();
+    /// assert!(!handle.is_finished()); // it waits for our message
+    /// tx.send(()).unwrap();
+    /// assert_eq!(handle.join(), Ok(true));
+    /// # }
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.shared().state.load(Ordering::Acquire) & COMPLETE != 0
     }
@@ -159,6 +185,17 @@ impl<T> BlockingHandle<T> {
     /// # Errors
     /// [`BlockingJoinError::Cancelled`] if the pool shut down before the closure started,
     /// [`BlockingJoinError::Panicked`] if it panicked.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
+    /// let handles: Vec<_> = (1..=3u64)
+    ///     .map(|ms| pool.spawn_blocking(move || { std::thread::sleep(std::time::Duration::from_millis(ms)); ms }).unwrap())
+    ///     .collect();
+    /// let slept: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(slept, 6);
+    /// # }
+    /// ```
     #[cfg(feature = "std")]
     pub fn join(mut self) -> Result<T, BlockingJoinError> {
         if self.is_finished() {

@@ -194,28 +194,67 @@ impl BlockingTask {
 
     /// A task that runs `callback`. Until [`with_cancel`](Self::with_cancel) gives it a cancel
     /// callback it cannot be handed back, so it runs even at shutdown.
+    ///
+    /// ```
+    /// use pool::{BlockingTask, Task};
+    /// unsafe extern "C" fn fsync(_task: *mut Task) { /* the blocking call */ }
+    /// let task = BlockingTask::new(fsync);
+    /// assert!(task.is_mandatory()); // no cancel callback: it always runs
+    /// ```
     pub fn new(callback: Callback) -> Self {
         Self { task: Task::new(callback), cancel: None, flags: 0 }
     }
 
     /// Sets the callback shutdown calls instead of `callback` to hand the task back.
+    ///
+    /// ```
+    /// use pool::{BlockingTask, Task};
+    /// unsafe extern "C" fn download(_task: *mut Task) {}
+    /// unsafe extern "C" fn give_back(_task: *mut Task) { /* free the buffers, report "cancelled" */ }
+    /// let task = BlockingTask::new(download).with_cancel(give_back);
+    /// assert!(!task.is_mandatory()); // shutdown may hand it back unrun
+    /// ```
     pub fn with_cancel(mut self, cancel: Callback) -> Self {
         self.cancel = Some(cancel);
         self
     }
 
     /// Marks the task mandatory: it runs even if the pool shuts down before it started.
+    ///
+    /// ```
+    /// use pool::{BlockingTask, Task};
+    /// unsafe extern "C" fn flush(_task: *mut Task) {}
+    /// unsafe extern "C" fn unused(_task: *mut Task) {}
+    /// let task = BlockingTask::new(flush).with_cancel(unused).mandatory();
+    /// assert!(task.is_mandatory()); // runs even if shutdown comes first
+    /// ```
     pub fn mandatory(mut self) -> Self {
         self.flags |= Self::MANDATORY;
         self
     }
 
     /// Whether the task runs even when shutdown begins before it started.
+    ///
+    /// ```
+    /// use pool::{BlockingTask, Task};
+    /// unsafe extern "C" fn run(_task: *mut Task) {}
+    /// assert!(!BlockingTask::new(run).with_cancel(run).is_mandatory());
+    /// assert!(BlockingTask::new(run).with_cancel(run).mandatory().is_mandatory());
+    /// ```
     pub fn is_mandatory(&self) -> bool {
         self.flags & Self::MANDATORY != 0 || self.cancel.is_none()
     }
 
     /// The embedded task (what the callbacks receive a pointer to).
+    ///
+    /// ```
+    /// use pool::{BlockingTask, Task};
+    /// unsafe extern "C" fn run(_task: *mut Task) {}
+    /// let header = BlockingTask::new(run);
+    /// assert!(header.task().callback().is_some());
+    /// // The task is the header's first field: the callbacks may cast one pointer to the other.
+    /// assert!(core::ptr::eq(header.task(), (&raw const header).cast::<Task>()));
+    /// ```
     pub fn task(&self) -> &Task {
         &self.task
     }
@@ -223,6 +262,21 @@ impl BlockingTask {
 
 /// A snapshot of a blocking pool's counters. Every field is one atomic load (Relaxed): no lock
 /// is taken, and while the pool runs the fields are individually, not jointly, up to date.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{BlockingConfig, BlockingPool};
+/// use std::time::Duration;
+///
+/// let pool = BlockingPool::new(BlockingConfig { keep_alive: Duration::from_millis(1), ..Default::default() }).unwrap();
+/// pool.spawn_blocking(|| ()).unwrap().join().unwrap();
+/// while pool.metrics().threads > 0 {
+///     std::thread::sleep(Duration::from_millis(1)); // idle threads leave after the keep-alive
+/// }
+/// let m = pool.metrics();
+/// assert_eq!(m.threads_spawned, m.threads_exited);
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BlockingMetrics {
@@ -246,14 +300,21 @@ pub struct BlockingMetrics {
     pub peak_threads: usize,
 }
 
-/// A pool of threads for blocking work, generic over its platform. See the [module docs](self).
+/// A pool of threads for blocking work, generic over its platform.
+///
+/// Threads start on demand (one at a time, each started thread starting the next while work
+/// waits), up to [`BlockingConfig::max_threads`]; an idle thread exits after
+/// [`BlockingConfig::keep_alive`], so an unused pool holds no thread. Tasks wait in an intrusive
+/// FIFO (no allocation per task with [`submit`](Self::submit)). At shutdown, tasks still queued
+/// are handed back through their cancel callback, unless they are mandatory. The protocol is
+/// argued in `src/blocking/README.md`.
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
 /// use pool::{BlockingConfig, BlockingPool};
 ///
 /// let pool = BlockingPool::new(BlockingConfig::default()).unwrap();
-/// let handle = pool.spawn_blocking(|| std::fs::metadata("/").is_ok()).unwrap();
+/// let handle = pool.spawn_blocking(|| std::fs::metadata("/").is_ok()).unwrap(); // blocking I/O
 /// assert_eq!(handle.join(), Ok(true));
 /// pool.shutdown().unwrap();
 /// assert_eq!(pool.metrics().threads, 0);
@@ -280,6 +341,17 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{BlockingConfig, BlockingPool, CondvarParker, ThreadSpawner};
+    /// // A `no_std` host passes its own `Spawner` (and `clock: None` if it has no clock).
+    /// let spawner = ThreadSpawner::<CondvarParker>::named("io");
+    /// let pool = BlockingPool::with_spawner(BlockingConfig::default(), spawner).unwrap();
+    /// let name = pool.spawn_blocking(|| std::thread::current().name().map(String::from)).unwrap();
+    /// assert_eq!(name.join().unwrap().as_deref(), Some("io"));
+    /// # }
+    /// ```
     pub fn with_spawner(config: BlockingConfig, spawner: S) -> Result<Self, Error> {
         let inner = Inner::new(config, spawner)?;
         Ok(Self { inner })
@@ -292,21 +364,58 @@ impl<S: Spawner> BlockingPool<S> {
     }
 
     /// The most threads this pool runs at once.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 0, ..Default::default() }).unwrap();
+    /// assert_eq!(pool.max_threads(), pool::BlockingConfig::DEFAULT_MAX_THREADS); // 0: the default
+    /// # }
+    /// ```
     pub fn max_threads(&self) -> usize {
         self.inner().cap
     }
 
     /// The platform this pool runs on.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::Spawner;
+    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
+    /// assert!(pool.spawner().available_parallelism() >= 1);
+    /// # }
+    /// ```
     pub fn spawner(&self) -> &S {
         &self.inner().spawner
     }
 
     /// A snapshot of the counters, without taking any lock.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
+    /// pool.spawn_blocking(|| ()).unwrap().join().unwrap();
+    /// assert!(pool.metrics().threads_spawned >= 1);
+    /// pool.shutdown().unwrap(); // the counters are exact once the pool is idle
+    /// let m = pool.metrics();
+    /// assert_eq!((m.tasks_run, m.queue_depth, m.threads), (1, 0, 0));
+    /// # }
+    /// ```
     pub fn metrics(&self) -> BlockingMetrics {
         self.inner().metrics()
     }
 
     /// Whether the calling thread is one of this pool's threads.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(pool::BlockingPool::new(Default::default()).unwrap());
+    /// assert!(!pool.is_pool_thread());
+    /// let p = pool.clone();
+    /// let inside = pool.spawn_blocking(move || p.is_pool_thread()).unwrap();
+    /// assert_eq!(inside.join(), Ok(true));
+    /// # }
+    /// ```
     pub fn is_pool_thread(&self) -> bool {
         self.inner().is_pool_thread()
     }
@@ -327,6 +436,45 @@ impl<S: Spawner> BlockingPool<S> {
     /// `task` points to a valid [`BlockingTask`], not currently queued anywhere, that stays
     /// valid, unmoved and unmodified until one of its callbacks has started (see
     /// [`BlockingTask`]).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Task};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// /// A request the host owns, with the pool's header embedded.
+    /// #[repr(C)]
+    /// struct Request { header: BlockingTask, outcome: AtomicU32 }
+    /// const DONE: u32 = 1;
+    /// const CANCELLED: u32 = 2;
+    ///
+    /// unsafe extern "C" fn serve(task: *mut Task) {
+    ///     // SAFETY: every task with these callbacks is the header of a `Request` (the pointer
+    ///     // was derived from the whole `Request`), alive until the pool's shutdown returned.
+    ///     let req = unsafe { &*container_of!(task.cast::<BlockingTask>(), Request, header) };
+    ///     std::thread::sleep(std::time::Duration::from_millis(1)); // the blocking call
+    ///     req.outcome.store(DONE, Ordering::Release);
+    /// }
+    /// unsafe extern "C" fn cancel(task: *mut Task) {
+    ///     // SAFETY: as in `serve`.
+    ///     let req = unsafe { &*container_of!(task.cast::<BlockingTask>(), Request, header) };
+    ///     req.outcome.store(CANCELLED, Ordering::Release);
+    /// }
+    ///
+    /// let pool = BlockingPool::new(BlockingConfig { max_threads: 2, ..Default::default() }).unwrap();
+    /// let mut requests: Vec<Request> = (0..8)
+    ///     .map(|_| Request { header: BlockingTask::new(serve).with_cancel(cancel), outcome: AtomicU32::new(0) })
+    ///     .collect();
+    /// for req in requests.iter_mut() {
+    ///     let req: *mut Request = req;
+    ///     // SAFETY: `requests` is neither moved nor touched until shutdown has returned.
+    ///     unsafe { pool.submit(NonNull::new_unchecked(&raw mut (*req).header)).unwrap() };
+    /// }
+    /// pool.shutdown().unwrap(); // what had not started yet is handed back through `cancel`
+    /// assert!(requests.iter().all(|r| r.outcome.load(Ordering::Acquire) != 0)); // one or the other
+    /// # }
+    /// ```
     pub unsafe fn submit(&self, task: NonNull<BlockingTask>) -> Result<(), Error> {
         // SAFETY: the caller's contract.
         unsafe { self.inner().submit(task) }
@@ -343,6 +491,17 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// # Errors
     /// As [`submit`](Self::submit); `f` is dropped.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
+    /// let handles: Vec<_> = (0..8)
+    ///     .map(|i| pool.spawn_blocking(move || { std::thread::sleep(std::time::Duration::from_millis(1)); i }).unwrap())
+    ///     .collect();
+    /// assert_eq!(handles.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 28);
+    /// assert!(pool.metrics().peak_threads <= 4); // the cap
+    /// # }
+    /// ```
     pub fn spawn_blocking<F, T>(&self, f: F) -> Result<BlockingHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -356,6 +515,15 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// # Errors
     /// As [`submit`](Self::submit); `f` is dropped.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 1, ..Default::default() }).unwrap();
+    /// let flushes: Vec<_> = (0..4).map(|i| pool.spawn_mandatory(move || i).unwrap()).collect();
+    /// pool.shutdown().unwrap(); // even those still queued run
+    /// assert!(flushes.into_iter().all(|h| h.join().is_ok()));
+    /// # }
+    /// ```
     pub fn spawn_mandatory<F, T>(&self, f: F) -> Result<BlockingHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -381,10 +549,10 @@ impl<S: Spawner> BlockingPool<S> {
     /// # }
     /// let pool = BlockingPool::new(BlockingConfig::default()).unwrap();
     /// let digest = block_on(async {
-    ///     let data = vec![1u8; 1 << 20];
+    ///     let data = vec![1u8; 1 << 10];
     ///     pool.concurrent(move || data.iter().map(|&b| b as u64).sum::<u64>()).unwrap().await
     /// });
-    /// assert_eq!(digest, Ok(1 << 20));
+    /// assert_eq!(digest, Ok(1 << 10));
     /// # }
     /// ```
     ///
@@ -429,6 +597,28 @@ impl<S: Spawner> BlockingPool<S> {
     /// [`Error::Shutdown`] if shutdown was already done or begun by another call;
     /// [`Error::InvalidArgument`] when called from one of the pool's own threads (it would wait
     /// for itself).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{BlockingConfig, BlockingJoinError, BlockingPool, Error};
+    /// use std::sync::{mpsc, Arc};
+    ///
+    /// let pool = Arc::new(BlockingPool::new(BlockingConfig { max_threads: 1, ..Default::default() }).unwrap());
+    /// let (started_tx, started) = mpsc::channel();
+    /// let (release, release_rx) = mpsc::channel::<()>();
+    /// let busy = pool.spawn_blocking(move || { started_tx.send(()).unwrap(); release_rx.recv().unwrap() }).unwrap();
+    /// started.recv().unwrap(); // the only thread is busy, so the next task waits in the queue
+    /// let queued = pool.spawn_blocking(|| "never runs").unwrap();
+    /// let p = pool.clone();
+    /// let stopper = std::thread::spawn(move || p.shutdown());
+    /// while pool.spawn_blocking(|| ()).is_ok() {} // until shutdown has begun (refused: dropped)
+    /// release.send(()).unwrap();
+    /// assert_eq!(stopper.join().unwrap(), Ok(()));
+    /// assert_eq!(busy.join(), Ok(())); // running tasks finish
+    /// assert_eq!(queued.join(), Err(BlockingJoinError::Cancelled));
+    /// assert_eq!(pool.spawn_blocking(|| ()).unwrap_err(), Error::Shutdown);
+    /// # }
+    /// ```
     pub fn shutdown(&self) -> Result<(), Error> {
         self.inner().shutdown()
     }

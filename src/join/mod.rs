@@ -53,6 +53,8 @@
 
 pub(crate) mod deque;
 pub(crate) mod frame;
+#[cfg(feature = "std")]
+mod global;
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -66,6 +68,9 @@ use crate::scheduler::worker::Worker;
 use crate::scheduler::ThreadPool;
 use crate::sync::UnsafeCell;
 use crate::task::Task;
+
+#[cfg(feature = "std")]
+pub use global::{join, scope};
 
 #[cfg(feature = "std")]
 type Panic = Box<dyn core::any::Any + Send + 'static>;
@@ -227,7 +232,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///     a + b
     /// }
     /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
-    /// assert_eq!(fib(&pool, 20), 6765);
+    /// assert_eq!(fib(&pool, 12), 144);
     /// # }
     /// ```
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
@@ -353,6 +358,47 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Safety
     /// As [`submit`](Self::submit).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{container_of, Config, CountLatch, Task, ThreadPool, ThreadSpawner};
+    ///
+    /// /// One forked half of a sum: the task, its answer, and the latch its parent waits on.
+    /// #[repr(C)]
+    /// struct Half<'a> { lo: u64, hi: u64, total: u64, task: Task, pool: &'a ThreadPool<ThreadSpawner>, parent: &'a CountLatch }
+    ///
+    /// unsafe extern "C" fn run_half(task: *mut Task) {
+    ///     let half = container_of!(task, Half, task);
+    ///     // SAFETY: every task with this callback is the `task` of a live `Half` (pointer derived
+    ///     // from the whole `Half`); its parent reads `total` only after `done`, our last access.
+    ///     unsafe {
+    ///         (*half).total = sum((*half).pool, (*half).lo, (*half).hi);
+    ///         (*half).parent.done();
+    ///     }
+    /// }
+    ///
+    /// fn sum(pool: &ThreadPool<ThreadSpawner>, lo: u64, hi: u64) -> u64 {
+    ///     if hi - lo <= 64 {
+    ///         return (lo..hi).sum();
+    ///     }
+    ///     let mid = lo + (hi - lo) / 2;
+    ///     let latch = CountLatch::new();
+    ///     latch.add(1);
+    ///     let mut right = Half { lo: mid, hi, total: 0, task: Task::new(run_half), pool, parent: &latch };
+    ///     let right: *mut Half = &mut right;
+    ///     // SAFETY: `right` stays in this frame until its `done`, which we wait for below.
+    ///     unsafe { pool.submit_fork(NonNull::new_unchecked(&raw mut (*right).task)).unwrap() };
+    ///     let left = sum(pool, lo, mid);
+    ///     pool.wait_for_latch(&latch); // runs the right half here unless another worker took it
+    ///     // SAFETY: the right half is done (the latch), and nothing else refers to it.
+    ///     left + unsafe { (*right).total }
+    /// }
+    ///
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// assert_eq!(pool.scope(|_| sum(&pool, 0, 1000)), 499_500); // the scope runs on a worker
+    /// # }
+    /// ```
     pub unsafe fn submit_fork(&self, task: NonNull<Task>) -> Result<(), crate::Error> {
         if let Some(me) = self.current_worker() {
             // SAFETY: our own deque; the task meets `submit`'s contract (the caller's).
@@ -452,6 +498,19 @@ impl<S: Spawner> ThreadPool<S> {
 
 /// A scope for spawning work that may borrow anything that outlives `'scope`. Created by
 /// [`ThreadPool::scope`] (or [`crate::scope`]); see there.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// let mut words = vec!["a".to_string(), "b".to_string()];
+/// pool.scope(|s| {
+///     for w in words.iter_mut() {
+///         s.spawn(move |_| w.push('!')); // borrows `words` mutably: the scope outlives it
+///     }
+/// });
+/// assert_eq!(words, ["a!", "b!"]);
+/// # }
+/// ```
 pub struct Scope<'scope, S: Spawner> {
     pool: *const ThreadPool<S>,
     /// One unit per spawned job not finished yet (plus the latch's own "open" unit).
@@ -490,6 +549,26 @@ impl<'scope, S: Spawner> Scope<'scope, S> {
 
     /// Spawns `f` into the scope: it runs on the pool (or here, if the pool cannot take work)
     /// and the scope does not return before it finished. `f` gets the scope, to spawn more.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// // A tree walk: each node spawns its children into the same scope.
+    /// fn visit<'s>(s: &pool::Scope<'s, pool::ThreadSpawner>, depth: u32, count: &'s AtomicUsize) {
+    ///     count.fetch_add(1, Ordering::Relaxed);
+    ///     if depth > 0 {
+    ///         for _ in 0..2 {
+    ///             s.spawn(move |s| visit(s, depth - 1, count));
+    ///         }
+    ///     }
+    /// }
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let count = AtomicUsize::new(0);
+    /// pool.scope(|s| visit(s, 4, &count));
+    /// assert_eq!(count.into_inner(), 31); // 1 + 2 + 4 + 8 + 16 nodes
+    /// # }
+    /// ```
     pub fn spawn<F>(&self, f: F)
     where
         F: FnOnce(&Scope<'scope, S>) + Send + 'scope,
@@ -569,47 +648,6 @@ where
         // SAFETY: one `done` per `add(1)` in `spawn`. Our last access to the scope.
         unsafe { scope.latch.done() };
     }
-}
-
-/// [`ThreadPool::join`] on the [`global`](crate::global) pool.
-///
-/// ```
-/// fn fib(n: u64) -> u64 {
-///     if n < 2 { return n; }
-///     let (a, b) = pool::join(|| fib(n - 1), || fib(n - 2));
-///     a + b
-/// }
-/// assert_eq!(fib(20), 6765);
-/// ```
-#[cfg(feature = "std")]
-pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    crate::global().join(a, b)
-}
-
-/// [`ThreadPool::scope`] on the [`global`](crate::global) pool.
-///
-/// ```
-/// let mut halves = [0u64; 2];
-/// let (lo, hi) = halves.split_at_mut(1);
-/// pool::scope(|s| {
-///     s.spawn(|_| lo[0] = (1..=50).sum());
-///     s.spawn(|_| hi[0] = (51..=100).sum());
-/// });
-/// assert_eq!(halves[0] + halves[1], 5050);
-/// ```
-#[cfg(feature = "std")]
-pub fn scope<'scope, OP, R>(op: OP) -> R
-where
-    OP: FnOnce(&Scope<'scope, crate::ThreadSpawner>) -> R + Send,
-    R: Send,
-{
-    crate::global().scope(op)
 }
 
 /// Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).

@@ -21,6 +21,16 @@ pub struct CondvarParker {
 
 impl CondvarParker {
     /// A parker with no token.
+    ///
+    /// ```
+    /// use pool::{CondvarParker, Parker};
+    /// use std::sync::Arc;
+    /// let parker = Arc::new(CondvarParker::new());
+    /// let waker = parker.clone();
+    /// let t = std::thread::spawn(move || waker.unpark());
+    /// parker.park(); // returns once the other thread has unparked it (or spuriously)
+    /// t.join().unwrap();
+    /// ```
     pub const fn new() -> Self {
         Self { token: Mutex::new(false), cond: Condvar::new() }
     }

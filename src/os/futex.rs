@@ -42,6 +42,12 @@ impl Default for FutexParker {
 
 impl FutexParker {
     /// A parker with no token.
+    ///
+    /// ```
+    /// use pool::{FutexParker, Parker};
+    /// let parker = FutexParker::new();
+    /// parker.park_timeout(std::time::Duration::from_millis(1)); // no token: times out
+    /// ```
     pub const fn new() -> Self {
         Self { state: Futex::new(EMPTY) }
     }

@@ -19,6 +19,13 @@ pub use global::global;
 pub use thread::ThreadSpawner;
 
 /// The parker `ThreadSpawner` uses unless told otherwise.
+///
+/// ```
+/// use pool::{DefaultParker, Parker};
+/// let parker = DefaultParker::default();
+/// parker.unpark();
+/// parker.park(); // the token was there: returns at once
+/// ```
 #[cfg(target_os = "linux")]
 pub type DefaultParker = FutexParker;
 /// The parker `ThreadSpawner` uses unless told otherwise.

@@ -63,11 +63,28 @@ impl<P> Default for ThreadSpawner<P> {
 
 impl<P> ThreadSpawner<P> {
     /// A spawner whose threads are named "pool-worker".
+    ///
+    /// ```
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// // What `ThreadPool::new` does: the default parker, threads named "pool-worker".
+    /// let spawner: ThreadSpawner = ThreadSpawner::new();
+    /// let pool = ThreadPool::with_spawner(Config::default(), spawner).unwrap();
+    /// # drop(pool);
+    /// ```
     pub fn new() -> Self {
         Self::named("pool-worker")
     }
 
     /// A spawner whose threads carry `name`.
+    ///
+    /// ```
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// let spawner: ThreadSpawner = ThreadSpawner::named("physics");
+    /// let pool = ThreadPool::with_spawner(Config::default(), spawner).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(std::thread::current().name() == Some("physics")).unwrap()).unwrap();
+    /// assert!(rx.recv().unwrap());
+    /// ```
     pub fn named(name: &'static str) -> Self {
         Self { handles: Arc::new(Mutex::new(Handles::default())), name, _parker: PhantomData }
     }

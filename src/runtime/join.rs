@@ -15,6 +15,15 @@ use super::raw::{self, Header, JoinWaiter};
 /// Why a task produced no output: it was cancelled ([`JoinHandle::abort`], or the pool shut
 /// down or refused it before it finished), or its future panicked (`std` only; without `std` a
 /// panic in a task aborts).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let err = pool.spawn_future(async { panic!("boom") }).unwrap().join().unwrap_err();
+/// assert!(err.is_panic() && !err.is_cancelled());
+/// assert_eq!(err.to_string(), "task panicked");
+/// # }
+/// ```
 pub struct JoinError {
     repr: Repr,
 }
@@ -34,11 +43,28 @@ impl JoinError {
     }
 
     /// The task was cancelled before it completed.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let handle = pool.spawn_future(std::future::pending::<()>()).unwrap(); // never completes
+    /// handle.abort();
+    /// assert!(handle.join().unwrap_err().is_cancelled());
+    /// # }
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// The task's future panicked.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let result = pool.block_on(pool.spawn_future(async { panic!("boom") }).unwrap());
+    /// assert!(result.unwrap_err().is_panic());
+    /// # }
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic(_))
     }
@@ -48,6 +74,15 @@ impl JoinError {
     ///
     /// # Errors
     /// `self` when the task was cancelled rather than panicked.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let err = pool.spawn_future(async { std::panic::panic_any(7u32) }).unwrap().join().unwrap_err();
+    /// let payload = err.try_into_panic().unwrap(); // or std::panic::resume_unwind(payload)
+    /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));
+    /// # }
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
             Repr::Panic(payload) => Ok(payload),
@@ -122,6 +157,15 @@ impl<T> JoinHandle<T> {
     ///
     /// # Errors
     /// The task was cancelled, or panicked.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let handles: Vec<_> = (0..4u64).map(|i| pool.spawn_future(async move { i * i }).unwrap()).collect();
+    /// let squares: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    /// assert_eq!(squares, [0, 1, 4, 9]);
+    /// # }
+    /// ```
     pub fn join(self) -> Result<T, JoinError> {
         // SAFETY: we are the JoinHandle.
         unsafe { raw::join_blocking(self.header) };
@@ -133,12 +177,34 @@ impl<T> JoinHandle<T> {
     /// a queued one is dropped by the worker that dequeues it; a running one when its current
     /// poll returns `Pending` (if that poll completes it, the output is kept). The handle then
     /// reports [`JoinError::is_cancelled`].
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let (_keep, rx) = std::sync::mpsc::channel::<()>();
+    /// // A task that waits forever for a message (a real one would await I/O).
+    /// let handle = pool.spawn_future(async move { let _rx = rx; std::future::pending::<()>().await }).unwrap();
+    /// handle.abort(); // its future (and `rx` in it) is dropped
+    /// assert!(handle.join().unwrap_err().is_cancelled());
+    /// # }
+    /// ```
     pub fn abort(&self) {
         // SAFETY: we are the JoinHandle.
         unsafe { raw::abort(self.header) }
     }
 
     /// Whether the task has completed (its output, or error, is ready).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let handle = pool.spawn_future(async { 1 + 1 }).unwrap();
+    /// while !handle.is_finished() {
+    ///     std::thread::yield_now(); // do something else meanwhile
+    /// }
+    /// assert_eq!(handle.join().unwrap(), 2); // does not wait
+    /// # }
+    /// ```
     pub fn is_finished(&self) -> bool {
         Header::is_complete(self.header)
     }

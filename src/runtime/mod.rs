@@ -144,7 +144,27 @@ pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
 }
 
-/// The future returned by [`yield_now`].
+/// The future returned by [`yield_now`]: `Pending` once (after waking its task), then `Ready`.
+///
+/// ```
+/// use std::future::Future;
+/// use std::sync::Arc;
+/// use std::task::{Context, Poll, Wake, Waker};
+///
+/// struct CountWakes(std::sync::atomic::AtomicUsize);
+/// impl Wake for CountWakes {
+///     fn wake(self: Arc<Self>) {
+///         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///     }
+/// }
+/// let wakes = Arc::new(CountWakes(Default::default()));
+/// let waker = Waker::from(wakes.clone());
+/// let mut cx = Context::from_waker(&waker);
+/// let mut yielding = std::pin::pin!(pool::runtime::yield_now());
+/// assert_eq!(yielding.as_mut().poll(&mut cx), Poll::Pending);
+/// assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 1); // it woke itself
+/// assert_eq!(yielding.as_mut().poll(&mut cx), Poll::Ready(()));
+/// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct YieldNow {

@@ -75,6 +75,16 @@ impl PoolRuntime {
 /// thread: [`ThreadPool::runtime_stats`] (total) and [`ThreadPool::runtime_worker_stats`]
 /// (one worker). A view of two fields of the pool's [`Stats`](crate::Stats) (where every
 /// counter is kept, per worker: [`ThreadPool::stats`], [`ThreadPool::worker_stats`]).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// pool.block_on(pool.spawn_future(async {}).unwrap()).unwrap();
+/// let stats: pool::RuntimeStats = pool.runtime_stats();
+/// assert_eq!(stats.spawned, 1);
+/// assert!(stats.polled >= 1);
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuntimeStats {
@@ -144,6 +154,16 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Total runtime counters (all workers and outside threads).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// for i in 0..10 {
+    ///     pool.spawn_future(async move { i }).unwrap().join().unwrap();
+    /// }
+    /// assert_eq!(pool.runtime_stats().spawned, 10);
+    /// # }
+    /// ```
     pub fn runtime_stats(&self) -> RuntimeStats {
         // A view of the pool's counters (`Stats`), which are where they are kept.
         let s = self.stats();
@@ -152,6 +172,15 @@ impl<S: Spawner> ThreadPool<S> {
 
     /// The counters of worker `index` (`0..max_threads`), or, for `index == max_threads`, of
     /// work done on threads outside the pool. `None` beyond.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// pool.spawn_future(async {}).unwrap().join().unwrap(); // spawned from outside the pool
+    /// assert_eq!(pool.runtime_worker_stats(2).unwrap().spawned, 1); // index 2: outside threads
+    /// assert!(pool.runtime_worker_stats(3).is_none());
+    /// # }
+    /// ```
     pub fn runtime_worker_stats(&self, index: usize) -> Option<RuntimeStats> {
         let s = match self.worker_stats(index) {
             Some(w) => w,

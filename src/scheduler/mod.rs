@@ -39,6 +39,18 @@ pub use stats::WorkerStats;
 use worker::Worker;
 
 /// How to build a pool.
+///
+/// ```
+/// use pool::Config;
+/// // Two threads with 256 KiB stacks; `..Config::default()` keeps the rest at their defaults.
+/// let config = Config { max_threads: 2, stack_size: 256 << 10, ..Config::default() };
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(config).unwrap();
+/// assert_eq!(pool.max_threads(), 2);
+/// # }
+/// // The default: one thread per CPU, the platform's stack size.
+/// assert_eq!(Config::default(), Config { max_threads: 0, stack_size: 0 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Most threads the pool starts; 0 means the platform's available parallelism. At most
@@ -55,6 +67,21 @@ impl Default for Config {
 }
 
 /// Why a pool operation failed.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, Error, ThreadPool};
+///
+/// let too_many = Config { max_threads: pool::MAX_THREADS + 1, ..Config::default() };
+/// assert_eq!(ThreadPool::new(too_many).unwrap_err(), Error::InvalidArgument);
+///
+/// let pool = ThreadPool::new(Config::default()).unwrap();
+/// pool.shutdown().unwrap();
+/// let refused = pool.spawn(|| ()).unwrap_err();
+/// assert_eq!(refused, Error::Shutdown);
+/// assert_eq!(refused.to_string(), "the pool is shut down");
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
@@ -80,6 +107,16 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Counters kept by the pool (Relaxed; approximate while the pool runs).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// assert_eq!(pool.stats().threads, 0); // threads start lazily
+/// pool.spawn(|| ()).unwrap();
+/// let stats = pool.stats();
+/// assert!(stats.threads >= 1 && stats.idle_threads <= stats.threads);
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -197,6 +234,20 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
     /// [`MAX_THREADS`](crate::MAX_THREADS).
+    ///
+    /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
+    /// [`Spawner`]: see that trait's example):
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// let spawner: ThreadSpawner = ThreadSpawner::named("render"); // the default parker
+    /// let pool = ThreadPool::with_spawner(Config::default(), spawner).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
+    /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render"));
+    /// # }
+    /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
         let max_threads = match config.max_threads {
             0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
@@ -230,16 +281,44 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// The most threads this pool will start.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap(); // 0: one per CPU
+    /// let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// assert_eq!(pool.max_threads(), cpus);
+    /// # }
+    /// ```
     pub fn max_threads(&self) -> usize {
         self.inner().max_threads as usize
     }
 
     /// The platform this pool runs on.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, Spawner, ThreadPool};
+    /// let pool = ThreadPool::new(Config::default()).unwrap();
+    /// assert!(pool.spawner().available_parallelism() >= 1);
+    /// # }
+    /// ```
     pub fn spawner(&self) -> &S {
         &self.inner().spawner
     }
 
     /// A snapshot of the pool's counters.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// for _ in 0..100 {
+    ///     pool.spawn(|| ()).unwrap();
+    /// }
+    /// pool.shutdown().unwrap();
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.threads, stats.spawn_failures), (0, 0)); // all joined
+    /// # }
+    /// ```
     pub fn stats(&self) -> Stats {
         let inner = self.inner();
         let s = inner.load_sync(Ordering::Relaxed);
@@ -291,6 +370,22 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Whether the calling thread is one of this pool's worker threads.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(pool::ThreadPool::new(pool::Config::default()).unwrap());
+    /// assert!(!pool.is_worker_thread());
+    /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
+    /// pool.spawn(move || {
+    ///     let on_worker = p.is_worker_thread();
+    ///     drop(p); // before `send`: the last handle must not drop on a worker (it could not join)
+    ///     tx.send(on_worker).unwrap();
+    /// })
+    /// .unwrap();
+    /// assert!(rx.recv().unwrap());
+    /// # }
+    /// ```
     pub fn is_worker_thread(&self) -> bool {
         self.current_worker().is_some()
     }
@@ -328,6 +423,38 @@ impl<S: Spawner> ThreadPool<S> {
     /// # Safety
     /// `task` points to a valid [`Task`] with a callback, not currently queued anywhere, that
     /// stays valid and unmoved until its callback has started (see [`Task`]).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{container_of, Config, Signal, Task, ThreadPool};
+    ///
+    /// #[repr(C)]
+    /// struct Add { a: u64, b: u64, sum: u64, task: Task, done: Signal }
+    ///
+    /// unsafe extern "C" fn add(task: *mut Task) {
+    ///     let job = container_of!(task, Add, task);
+    ///     // SAFETY: every task with this callback is the `task` field of an `Add`, and its
+    ///     // pointer was derived from the whole `Add`; the submitter reads `sum` only after
+    ///     // `done` is set, and `set` is the last access (the job may be freed after it).
+    ///     unsafe {
+    ///         (*job).sum = (*job).a + (*job).b;
+    ///         (*job).done.set();
+    ///     }
+    /// }
+    ///
+    /// let pool = ThreadPool::new(Config::default()).unwrap();
+    /// let mut job = Add { a: 40, b: 2, sum: 0, task: Task::new(add), done: Signal::new() };
+    /// let job_ptr: *mut Add = &mut job;
+    /// // SAFETY: `job` stays put until its callback set `done`, which we wait for; we touch it
+    /// // only through `job_ptr` meanwhile.
+    /// unsafe {
+    ///     pool.submit(NonNull::new_unchecked(&raw mut (*job_ptr).task)).unwrap();
+    ///     pool.wait_for(&(*job_ptr).done);
+    /// }
+    /// assert_eq!(job.sum, 42);
+    /// # }
+    /// ```
     #[inline]
     pub unsafe fn submit(&self, task: NonNull<Task>) -> Result<(), Error> {
         // SAFETY: forwarded contract.
@@ -342,6 +469,8 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Safety
     /// Every task of the batch meets [`submit`](Self::submit)'s contract.
+    ///
+    /// Example: [`Batch::push`].
     #[inline]
     pub unsafe fn submit_batch(&self, mut batch: Batch) -> Result<(), Error> {
         if batch.is_empty() {
@@ -375,6 +504,31 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Safety
     /// As [`submit`](Self::submit).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{Config, Task, ThreadPool};
+    /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+    ///
+    /// static ORDER: AtomicUsize = AtomicUsize::new(0);
+    /// static mut CONTINUATION: Task = Task::new(continuation);
+    /// unsafe extern "C" fn continuation(_: *mut Task) {
+    ///     ORDER.fetch_add(1, Ordering::Relaxed);
+    /// }
+    ///
+    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let p = pool.clone();
+    /// pool.spawn(move || {
+    ///     // From a worker: runs right after this task, on this thread, before older queued work.
+    ///     // SAFETY: a static task, submitted once.
+    ///     unsafe { p.submit_lifo(NonNull::new_unchecked(&raw mut CONTINUATION)).unwrap() };
+    /// })
+    /// .unwrap();
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(ORDER.load(Ordering::Relaxed), 1);
+    /// # }
+    /// ```
     #[inline]
     pub unsafe fn submit_lifo(&self, task: NonNull<Task>) -> Result<(), Error> {
         let inner = self.inner();
@@ -394,6 +548,28 @@ impl<S: Spawner> ThreadPool<S> {
     /// are none, so new work still wakes it. On any other thread, parks (block-on).
     ///
     /// The signal may be set from any thread, once. See [`Signal`](crate::Signal).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, Signal, ThreadPool};
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
+    /// pool.spawn(move || {
+    ///     // On the pool's only worker: waiting runs the queued task that sets the signal.
+    ///     let inner = Arc::new(Signal::new());
+    ///     let setter = inner.clone();
+    ///     // SAFETY: the only `set`.
+    ///     p.spawn(move || unsafe { setter.set() }).unwrap();
+    ///     p.wait_for(&inner);
+    ///     drop(p); // before `send`: the last handle must not drop on a worker (it could not join)
+    ///     tx.send(inner.is_set()).unwrap();
+    /// })
+    /// .unwrap();
+    /// assert!(rx.recv().unwrap());
+    /// # }
+    /// ```
     pub fn wait_for(&self, signal: &crate::Signal) {
         if signal.is_set() {
             return;
@@ -421,6 +597,8 @@ impl<S: Spawner> ThreadPool<S> {
 
     /// Waits until every unit added to `latch` is done (as [`wait_for`](Self::wait_for)).
     /// Call once per latch, from the one thread that waits.
+    ///
+    /// Example: [`CountLatch`](crate::CountLatch).
     pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
         self.wait_for(latch.close());
     }
@@ -484,7 +662,11 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// Stops accepting external work, runs everything already queued, and joins every thread.
-    /// See the [module docs](self) for the exact order.
+    /// In this order: submits from outside the pool's threads fail from here on (every one that
+    /// returned `Ok` before is queued); every worker is woken and runs what is queued (tasks
+    /// may still submit to their own worker's queue), then exits; the threads are joined;
+    /// anything still queued (possible only if no thread could ever start) runs on the calling
+    /// thread. No accepted task is dropped. `Drop` does the same.
     ///
     /// Must not be called from one of the pool's own threads (it would wait for itself):
     /// that returns [`Error::InvalidArgument`].
@@ -492,6 +674,21 @@ impl<S: Spawner> ThreadPool<S> {
     /// # Errors
     /// [`Error::Shutdown`] if the pool was already shut down (or is being shut down by
     /// another thread); [`Error::InvalidArgument`] from inside the pool.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let ran = Arc::new(AtomicUsize::new(0));
+    /// for _ in 0..1000 {
+    ///     let ran = ran.clone();
+    ///     pool.spawn(move || { ran.fetch_add(1, Ordering::Relaxed); }).unwrap();
+    /// }
+    /// pool.shutdown().unwrap(); // everything queued ran
+    /// assert_eq!(ran.load(Ordering::Relaxed), 1000);
+    /// assert_eq!(pool.shutdown(), Err(pool::Error::Shutdown));
+    /// # }
+    /// ```
     pub fn shutdown(&self) -> Result<(), Error> {
         if self.current_worker().is_some() {
             return Err(Error::InvalidArgument);
@@ -594,6 +791,19 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// With `std`, a panic in the closure is caught and counted, and the pool keeps running
     /// (see [`Stats`]); without `std` a panic aborts (the callback is `extern "C"`).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// for i in 0..10u64 {
+    ///     let tx = tx.clone();
+    ///     pool.spawn(move || tx.send(i * i).unwrap()).unwrap();
+    /// }
+    /// drop(tx);
+    /// assert_eq!(rx.iter().sum::<u64>(), 285);
+    /// # }
+    /// ```
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
         let job = Box::into_raw(Box::new(ClosureTask { task: Task::new(ClosureTask::<F>::run), f: Some(f) }));
         // Projected from the raw pointer to the whole box (not `&leaked.task`): the callback
