@@ -17,6 +17,7 @@ mod forkjoin;
 mod ours;
 mod peers;
 mod report;
+mod tokio_sched;
 
 use std::io::Write;
 
@@ -143,6 +144,9 @@ fn workloads() -> Vec<Workload> {
             contenders: || cat(ours::blocking(), peers::blocking()),
         },
     ]
+    .into_iter()
+    .chain(tokio_sched::workloads())
+    .collect()
 }
 
 pub struct Options {
