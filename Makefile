@@ -138,8 +138,9 @@ verify: test
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
+# libpool.a first: the c_spawn workload's C program links it (bench/build.rs).
 BENCH_RUNS ?= 5
-bench:
+bench: $(LIB)
 	@mkdir -p bench/results
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- all --runs $(BENCH_RUNS) \
 	  --markdown bench/results/latest.md --json bench/results/latest.json

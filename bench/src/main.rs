@@ -12,6 +12,8 @@
 //! warm up, measure and drop one pool before the next. Progress goes to stderr, the table to
 //! stdout.
 
+mod blocking_pool;
+mod c_spawn;
 mod common;
 mod forkjoin;
 mod ours;
@@ -146,6 +148,8 @@ fn workloads() -> Vec<Workload> {
     ]
     .into_iter()
     .chain(tokio_sched::workloads())
+    .chain(blocking_pool::workloads())
+    .chain(c_spawn::workloads())
     .collect()
 }
 
