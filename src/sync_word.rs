@@ -21,12 +21,7 @@
 use core::fmt;
 
 /// The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
-///
-/// ```
-/// let config = pool::Config { max_threads: pool::MAX_THREADS, ..Default::default() };
-/// # #[cfg(feature = "std")]
-/// assert_eq!(pool::ThreadPool::new(config).unwrap().max_threads(), 16_383);
-/// ```
+// (No doc example here: cbindgen copies this comment into pool.h as POOL_MAX_THREADS's.)
 pub const MAX_THREADS: usize = (1 << 14) - 1;
 
 /// The wake-up state machine's state (2 bits).
