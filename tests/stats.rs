@@ -229,3 +229,25 @@ fn injected_work_runs_within_one_tick_of_a_busy_worker() {
         assert!(s.lifo_hits > 0, "{s:?}");
     });
 }
+
+/// Workers that are idle when shutdown comes leave without giving their idle count back (the
+/// Sync word's idle field is not read after Shutdown): `stats` must still say that no thread
+/// is idle once the pool is shut down. Found by the capi_ops fuzz target: `pool_stats` said
+/// `threads: 0, idle_threads: 2` after `pool_shutdown`.
+#[test]
+fn no_thread_idle_after_shutdown() {
+    let _g = common::shared();
+    watchdog("no_thread_idle_after_shutdown", watchdog_secs(20), |_| {
+        let pool = pool(2);
+        for _ in 0..4 {
+            pool.spawn(|| ()).unwrap();
+        }
+        wait_until("every started worker idle", || {
+            let s = pool.stats();
+            s.threads >= 1 && s.idle_threads == s.threads && s.polled == 4
+        });
+        pool.shutdown().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.threads, s.idle_threads, s.polled), (0, 0, 4), "{s:?}");
+    });
+}

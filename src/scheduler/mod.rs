@@ -332,7 +332,9 @@ impl<S: Spawner> ThreadPool<S> {
         }
         Stats {
             threads: s.spawned() as usize,
-            idle_threads: s.idle() as usize,
+            // Workers idle when shutdown came leave without giving their idle count back
+            // (nothing reads it after Shutdown): none is idle then (tests/stats.rs).
+            idle_threads: if s.state() == State::Shutdown { 0 } else { s.idle() as usize },
             workers: inner.worker_table.len(),
             spawned: total.spawned,
             polled: total.polled,
