@@ -93,6 +93,7 @@ static inline const char *status_name(int status)
     case POOL_ERR_NOMEM: return "POOL_ERR_NOMEM";
     case POOL_ERR_PANIC: return "POOL_ERR_PANIC";
     case POOL_ERR_RANGE: return "POOL_ERR_RANGE";
+    case POOL_ERR_STARTED: return "POOL_ERR_STARTED";
     default: return "(unknown status)";
     }
 }

@@ -93,6 +93,12 @@ enum pool_status {
    * An index out of range (a worker index at or beyond the pool's worker count).
    */
   POOL_ERR_RANGE = -6,
+  /**
+   * Too late: a configuration that must come before first use came after it
+   * (`pool_blocking_global_configure` once the global blocking pool was built); nothing
+   * was changed.
+   */
+  POOL_ERR_STARTED = -7,
 };
 
 /**
@@ -448,9 +454,9 @@ int pool_blocking_create(const struct pool_blocking_config *config, struct pool_
 int pool_blocking_submit_to(struct pool_blocking *pool, struct pool_blocking_task *task);
 
 /**
- * Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s;
- * started on first use, never shut down, so `cancel` is never called). Ownership and errors
- * as `pool_blocking_submit_to`.
+ * Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
+ * `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
+ * so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
  */
 int pool_blocking_submit(struct pool_blocking_task *task);
 
@@ -478,8 +484,21 @@ void pool_blocking_destroy(struct pool_blocking *pool);
 int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking_metrics *out);
 
 /**
+ * Configures the process-wide blocking pool (the one behind `pool_blocking_submit`): its
+ * thread cap, keep-alive and stack size, as for `pool_blocking_create`. Only before its first
+ * use: call it first thing, before any `pool_blocking_submit` (and before Rust code in the
+ * process uses `pool::spawn_blocking`). `pool_blocking_global_metrics` is not a use.
+ *
+ * Returns POOL_OK (the pool is built with `*config`, no thread started yet);
+ * POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
+ * call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
+ * field (nothing changed).
+ */
+int pool_blocking_global_configure(const struct pool_blocking_config *config);
+
+/**
  * Reads the process-wide blocking pool's counters into `*out` (all zero before its first
- * use). POOL_ERR_INVALID for NULL.
+ * use; reading them does not build the pool). POOL_ERR_INVALID for NULL.
  */
 int pool_blocking_global_metrics(struct pool_blocking_metrics *out);
 

@@ -90,7 +90,7 @@ pub use sync_word::MAX_THREADS;
 pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]
-pub use blocking::{global_blocking, spawn_blocking};
+pub use blocking::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "std")]
 pub use join::{join, scope};
 #[cfg(feature = "std")]

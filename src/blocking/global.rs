@@ -1,6 +1,7 @@
 //! The process-wide blocking pool behind `pool_blocking_submit` and [`spawn_blocking`]: built on
-//! first use with the default configuration (cap 512, keep-alive 10 s), never shut down. With
-//! no blocking work it holds no thread (idle threads leave after the keep-alive).
+//! first use with the default configuration (cap 512, keep-alive 10 s), or with the one given to
+//! [`configure_global_blocking`] before that; never shut down. With no blocking work it holds no
+//! thread (idle threads leave after the keep-alive).
 
 use std::sync::OnceLock;
 
@@ -9,7 +10,8 @@ use crate::{Error, ThreadSpawner};
 
 static GLOBAL: OnceLock<BlockingPool<ThreadSpawner>> = OnceLock::new();
 
-/// The process-wide blocking pool, built on first call. No thread starts until work arrives.
+/// The process-wide blocking pool, built on first call (with the configuration given to
+/// [`configure_global_blocking`], if any, else the default). No thread starts until work arrives.
 ///
 /// ```
 /// let before = pool::global_blocking().metrics().threads_spawned;
@@ -18,6 +20,41 @@ static GLOBAL: OnceLock<BlockingPool<ThreadSpawner>> = OnceLock::new();
 /// ```
 pub fn global_blocking() -> &'static BlockingPool<ThreadSpawner> {
     GLOBAL.get_or_init(|| BlockingPool::new(BlockingConfig::default()).expect("the default configuration is valid"))
+}
+
+/// Sets the configuration of the process-wide blocking pool ([`global_blocking`]). Only before
+/// its first use: the pool is built here, with `config`, and every later use gets it.
+///
+/// # Errors
+/// * [`Error::AlreadyStarted`] if the pool was already built, by its first use
+///   ([`global_blocking`], [`spawn_blocking`], `pool_blocking_submit`) or by an earlier call;
+///   it keeps its configuration. (Reading its metrics from C does not build it.)
+/// * [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+///
+/// ```
+/// use pool::{BlockingConfig, Error};
+/// use std::time::Duration;
+///
+/// // First thing in main: a smaller cap and a shorter keep-alive for this process.
+/// let config = BlockingConfig { max_threads: 16, keep_alive: Duration::from_secs(1), ..Default::default() };
+/// pool::configure_global_blocking(config).unwrap();
+/// assert_eq!(pool::global_blocking().max_threads(), 16);
+/// assert_eq!(pool::configure_global_blocking(BlockingConfig::default()), Err(Error::AlreadyStarted));
+/// ```
+pub fn configure_global_blocking(config: BlockingConfig) -> Result<(), Error> {
+    if GLOBAL.get().is_some() {
+        return Err(Error::AlreadyStarted);
+    }
+    let pool = BlockingPool::new(config)?;
+    // Racing a first use (or another call): one of them builds the pool, the other's is
+    // dropped (it never started a thread).
+    GLOBAL.set(pool).map_err(|_unused| Error::AlreadyStarted)
+}
+
+/// The process-wide blocking pool if it was built already; `None` builds nothing.
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) fn global_blocking_if_built() -> Option<&'static BlockingPool<ThreadSpawner>> {
+    GLOBAL.get()
 }
 
 /// Runs `f` on the process-wide blocking pool ([`global_blocking`]); see

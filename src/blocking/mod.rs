@@ -68,7 +68,9 @@ use inner::Inner;
 
 pub use handle::{BlockingHandle, BlockingJoinError};
 #[cfg(feature = "std")]
-pub use global::{global_blocking, spawn_blocking};
+pub use global::{configure_global_blocking, global_blocking, spawn_blocking};
+#[cfg(feature = "capi")]
+pub(crate) use global::global_blocking_if_built;
 
 /// A monotonic clock: nanoseconds since any fixed point (see the module docs).
 pub(crate) type Clock = fn() -> u64;

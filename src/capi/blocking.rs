@@ -14,7 +14,8 @@ use core::time::Duration;
 
 use super::{boundary, status, CTask, MAX_STACK, MIN_STACK};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
-use crate::{global_blocking, ThreadSpawner};
+use crate::blocking::global_blocking_if_built;
+use crate::{configure_global_blocking, global_blocking, ThreadSpawner};
 
 use super::pool_status::*;
 
@@ -192,6 +193,21 @@ pub extern "C" fn pool_blocking_task_init(
     })
 }
 
+/// The core configuration for a C one; `None` for an out-of-range field.
+fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
+    if config.max_threads > BlockingConfig::MAX_THREADS
+        || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
+    {
+        return None;
+    }
+    Some(BlockingConfig {
+        max_threads: config.max_threads,
+        keep_alive: Duration::from_millis(config.keep_alive_ms as u64),
+        stack_size: config.stack_size,
+        ..BlockingConfig::default()
+    })
+}
+
 /// Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
 /// pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
 /// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
@@ -200,19 +216,14 @@ pub extern "C" fn pool_blocking_task_init(
 pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out: *mut *mut pool_blocking) -> c_int {
     boundary(|| {
         let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
-        let mut c = BlockingConfig::default();
-        if let Some(config) = NonNull::new(config.cast_mut()) {
+        let c = match NonNull::new(config.cast_mut()) {
             // SAFETY: non-null; the caller passes a readable `struct pool_blocking_config`.
-            let config = unsafe { config.as_ptr().read() };
-            if config.max_threads > BlockingConfig::MAX_THREADS
-                || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
-            {
-                return POOL_ERR_INVALID;
-            }
-            c.max_threads = config.max_threads;
-            c.keep_alive = Duration::from_millis(config.keep_alive_ms as u64);
-            c.stack_size = config.stack_size;
-        }
+            Some(config) => match core_config(unsafe { config.as_ptr().read() }) {
+                Some(c) => c,
+                None => return POOL_ERR_INVALID,
+            },
+            None => BlockingConfig::default(),
+        };
         match CBlocking::new(c) {
             Ok(pool) => {
                 // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
@@ -241,9 +252,9 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
     })
 }
 
-/// Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s;
-/// started on first use, never shut down, so `cancel` is never called). Ownership and errors
-/// as `pool_blocking_submit_to`.
+/// Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
+/// `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
+/// so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
@@ -300,13 +311,32 @@ pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut po
     })
 }
 
+/// Configures the process-wide blocking pool (the one behind `pool_blocking_submit`): its
+/// thread cap, keep-alive and stack size, as for `pool_blocking_create`. Only before its first
+/// use: call it first thing, before any `pool_blocking_submit` (and before Rust code in the
+/// process uses `pool::spawn_blocking`). `pool_blocking_global_metrics` is not a use.
+///
+/// Returns POOL_OK (the pool is built with `*config`, no thread started yet);
+/// POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
+/// call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
+/// field (nothing changed).
+#[no_mangle]
+pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_config) -> c_int {
+    boundary(|| {
+        let Some(config) = NonNull::new(config.cast_mut()) else { return POOL_ERR_INVALID };
+        // SAFETY: non-null; the caller passes a readable `struct pool_blocking_config`.
+        let Some(c) = core_config(unsafe { config.as_ptr().read() }) else { return POOL_ERR_INVALID };
+        status(configure_global_blocking(c))
+    })
+}
+
 /// Reads the process-wide blocking pool's counters into `*out` (all zero before its first
-/// use). POOL_ERR_INVALID for NULL.
+/// use; reading them does not build the pool). POOL_ERR_INVALID for NULL.
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_metrics(out: *mut pool_blocking_metrics) -> c_int {
     boundary(|| {
         let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
-        let metrics = global_blocking().metrics();
+        let metrics = global_blocking_if_built().map(|pool| pool.metrics()).unwrap_or_default();
         // SAFETY: non-null; the caller passes a writable `struct pool_blocking_metrics`.
         unsafe { out.as_ptr().write(metrics.into()) };
         POOL_OK

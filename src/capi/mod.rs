@@ -37,6 +37,10 @@ pub enum pool_status {
     POOL_ERR_PANIC = -5,
     /// An index out of range (a worker index at or beyond the pool's worker count).
     POOL_ERR_RANGE = -6,
+    /// Too late: a configuration that must come before first use came after it
+    /// (`pool_blocking_global_configure` once the global blocking pool was built); nothing
+    /// was changed.
+    POOL_ERR_STARTED = -7,
 }
 
 use pool_status::*;
@@ -115,6 +119,7 @@ fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::InvalidArgument) => POOL_ERR_INVALID,
         Err(Error::Shutdown) => POOL_ERR_SHUTDOWN,
         Err(Error::Spawn) => POOL_ERR_SPAWN,
+        Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
     }
 }
 
@@ -303,6 +308,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -4 => b"out of memory\0",
         -5 => b"internal panic caught\0",
         -6 => b"index out of range\0",
+        -7 => b"already started: configure before first use\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

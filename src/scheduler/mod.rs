@@ -91,6 +91,9 @@ pub enum Error {
     Shutdown,
     /// The pool has no thread and could not start one; the work was not accepted.
     Spawn,
+    /// A configuration that must come before first use came after it: the process-wide
+    /// blocking pool was already built ([`configure_global_blocking`](crate::configure_global_blocking)).
+    AlreadyStarted,
 }
 
 impl fmt::Display for Error {
@@ -99,6 +102,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument => "invalid argument",
             Error::Shutdown => "the pool is shut down",
             Error::Spawn => "no thread could be started",
+            Error::AlreadyStarted => "already started: configure it before its first use",
         })
     }
 }
