@@ -20,7 +20,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header demo test test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
@@ -128,11 +128,24 @@ test-nostd:
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
 
-test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-install
+# The cargo-fuzz target (fuzz/, its own workspace): random programs of C API calls under ASan
+# and LeakSanitizer, checking status codes and exact-once (see VERIFY.md). New inputs go to
+# fuzz/corpus/ (git-ignored); the seeds in fuzz/seeds/ are committed. `make verify`: 10 min.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS    = -max_total_time=$(FUZZ_SECONDS) -seed=1 -max_len=512 -timeout=30 -print_final_stats=1
+test-fuzz:
+	@if ! $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
+	  echo "SKIP: cargo-fuzz not installed (cargo +nightly install cargo-fuzz --locked)"; exit 0; fi; \
+	mkdir -p fuzz/corpus/capi_ops $(BUILD); \
+	POOL_HEADER_OUT=$(CURDIR)/$(BUILD)/fuzz-pool.h $(CARGO) +nightly fuzz run capi_ops \
+	  fuzz/corpus/capi_ops fuzz/seeds/capi_ops -- $(FUZZ_FLAGS)
+
+test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-fuzz test-install
 	@echo "make test: all green"
 
 verify: test
 	$(MAKE) test-tsan TSAN_SCALE=1
+	$(MAKE) test-fuzz FUZZ_SECONDS=600
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
