@@ -234,6 +234,14 @@ the harness built earlier from `submit_lifo` + `wait_for`.
 measured runs of `/proc/self/status` Threads, sampled every 1 ms by a monitor thread (counts the main and \
 monitor threads and the pool's threads). tokio keeps its blocking threads alive between runs \
 (10 s keep-alive).
+* **blocking_pool**: `blocking` on blocking pools, ours (`pool` = `BlockingPool::submit` of a \
+preallocated `BlockingTask` array, `pool(boxed)` = `spawn_blocking`) and tokio's `spawn_blocking`, both \
+capped at 512 threads with a 200 ms keep-alive (both default to 10 s: shortened so every run starts from \
+zero threads). `peak OS threads added` = the maximum over the measured runs of the threads a run added to \
+the process (monitor excluded). After every run each pool must be back to zero threads within \
+keep-alive + 2 s (checked).
+* **c_spawn**: `C` = spawn_remote written in C (`bench/c/c_spawn.c`: `pool_submit_to` against \
+`libpool.a`), one process per measured run; in its row `pool ÷ this` = the Rust ns/task ÷ C's.
 ",
         threads = meta.threads,
         runs = meta.runs,
