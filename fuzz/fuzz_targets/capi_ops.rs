@@ -14,7 +14,8 @@
 //! `pool_shutdown` (also twice), `pool_destroy`; the latch entry points from the driver, with
 //! the global pool now and then (`pool_submit`, `pool_latch_wait_global`); the blocking pool
 //! (`pool_blocking_*`: config, task init, submit with flags and cancel callbacks, shutdown,
-//! metrics, destroy); `pool_status_str` with any code; NULL for every pointer argument.
+//! metrics, destroy, `pool_blocking_global_configure`); `pool_stats` / `pool_worker_stats`
+//! after each shutdown; `pool_status_str` with any code; NULL for every pointer argument.
 //!
 //! Invariants (a broken one aborts with a message, which libFuzzer reports as a crash):
 //! * every status code is exactly the documented one for the call (INVALID for NULL, a NULL
@@ -27,6 +28,8 @@
 //! * a submit from inside a task (children, forks) is always accepted, even during shutdown;
 //! * a blocking task has exactly one of its callbacks called once; mandatory tasks and tasks
 //!   without `cancel` run; after shutdown the metrics match the counts and no thread is left;
+//! * after `pool_shutdown` the stats are exact: `polled` = the callbacks counted (also summed
+//!   over `pool_worker_stats`), no thread, none idle; an index past the last worker is refused;
 //! * after each input every pool is destroyed and the OS thread count (without the global
 //!   pool's own threads, which live until exit by design) is back to where it was.
 //!
@@ -45,7 +48,7 @@ use std::time::{Duration, Instant};
 use libfuzzer_sys::fuzz_target;
 use pool::capi::{
     pool_blocking, pool_blocking_config, pool_blocking_config_init, pool_blocking_create, pool_blocking_destroy,
-    pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_shutdown, pool_blocking_submit,
+    pool_blocking_global_configure, pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_shutdown, pool_blocking_submit,
     pool_blocking_submit_to, pool_blocking_task, pool_blocking_task_init, pool_config_init, pool_create,
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
     pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_status, pool_status_str, pool_submit,
@@ -80,7 +83,7 @@ macro_rules! fail {
 }
 
 /// Every status code, with its name and `pool_status_str` text.
-const STATUSES: [pool_status; 7] = [
+const STATUSES: [pool_status; 8] = [
     pool_status::POOL_OK,
     pool_status::POOL_ERR_INVALID,
     pool_status::POOL_ERR_SHUTDOWN,
@@ -88,6 +91,7 @@ const STATUSES: [pool_status; 7] = [
     pool_status::POOL_ERR_NOMEM,
     pool_status::POOL_ERR_PANIC,
     pool_status::POOL_ERR_RANGE,
+    pool_status::POOL_ERR_STARTED,
 ];
 
 /// Exhaustive: a new status fails to compile here (then add it to `STATUSES` too).
@@ -100,6 +104,7 @@ fn status_text(s: pool_status) -> (&'static str, &'static str) {
         pool_status::POOL_ERR_NOMEM => ("POOL_ERR_NOMEM", "out of memory"),
         pool_status::POOL_ERR_PANIC => ("POOL_ERR_PANIC", "internal panic caught"),
         pool_status::POOL_ERR_RANGE => ("POOL_ERR_RANGE", "index out of range"),
+        pool_status::POOL_ERR_STARTED => ("POOL_ERR_STARTED", "already started: configure before first use"),
     }
 }
 
@@ -387,7 +392,7 @@ fn fork_join(spec: &Spec, st: &State) {
         };
         let kid = new_job(Spec { id, kind: LATCH_DONE, self_free: true, latch, ..*spec });
         st.owner[id as usize].store(spec.owner, Ordering::Relaxed);
-        if spec.via % 2 == 0 {
+        if spec.via.is_multiple_of(2) {
             nested_submit("pool_fork", pool_fork(spec.pool, task_of(kid)));
         } else {
             nested_submit("pool_submit_to", pool_submit_to(spec.pool, task_of(kid)));
@@ -872,7 +877,7 @@ impl Driver {
 
     fn op_status_str(&mut self, inp: &mut Input) {
         let code = if inp.below(2) == 0 {
-            inp.pick(&[0, -1, -2, -3, -4, -5, -6, -7, 1, c_int::MIN, c_int::MAX])
+            inp.pick(&[0, -1, -2, -3, -4, -5, -6, -7, -8, 1, c_int::MIN, c_int::MAX])
         } else {
             c_int::from_le_bytes([inp.byte(), inp.byte(), inp.byte(), inp.byte()])
         };
@@ -959,7 +964,16 @@ impl Driver {
                 expect_rc("pool_blocking_global_metrics(NULL)", pool_blocking_global_metrics(null_mut()), INVALID);
             }
             21 => {
-                // The process-wide blocking pool is never given work here: all zero.
+                // The process-wide blocking pool: configured (once per process: OK the first
+                // time, STARTED after), never given work, so its metrics stay all zero.
+                let bad = pool_blocking_config { max_threads: BLOCKING_MAX_THREADS + 1, keep_alive_ms: 0, stack_size: 0 };
+                expect_rc("pool_blocking_global_configure(NULL)", pool_blocking_global_configure(null()), INVALID);
+                expect_rc("pool_blocking_global_configure(out of range)", pool_blocking_global_configure(&bad), INVALID);
+                let good = pool_blocking_config { max_threads: 2, keep_alive_ms: 1, stack_size: 0 };
+                let rc = pool_blocking_global_configure(&good);
+                let started = pool_status::POOL_ERR_STARTED as c_int;
+                let want = if GLOBAL_BLOCKING_CONFIGURED.swap(true, Ordering::Relaxed) { started } else { OK };
+                expect_rc("pool_blocking_global_configure", rc, want);
                 expect_rc("pool_blocking_global_metrics", pool_blocking_global_metrics(&mut metrics), OK);
                 if metrics.tasks_run != 0 || metrics.threads != 0 || metrics.queue_depth != 0 {
                     fail!("global blocking pool metrics {metrics:?} without any work given to it");
@@ -1195,6 +1209,8 @@ impl Driver {
 /// global-pool thread that the global pool is starting right now and that has not named
 /// itself yet; a thread that was not joined stays.
 static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// Whether this process configured the global blocking pool (only the first call succeeds).
+static GLOBAL_BLOCKING_CONFIGURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 const OP_NAMES: [&str; 16] = [
     "create", "create", "submit", "submit", "submit", "batch", "batch", "shutdown", "destroy", "wait", "latch", "probe",
     "status_str or NULL", "blocking create", "blocking submit", "blocking shutdown/metrics/destroy",
