@@ -67,6 +67,9 @@
 //! * A task woken **during its own poll** (a task that keeps waking itself, e.g. [`yield_now`])
 //!   is re-queued at the back of the ring, not the LIFO slot, so it cannot starve the tasks
 //!   queued behind it (tested in `tests/runtime.rs`, `self_waking_task_does_not_starve_others`).
+//!   Its worker, which is awake and goes straight back to its queues, notifies only the cheap
+//!   way (a real wake-up only when a thread is idle or may be started): no fence on the yield
+//!   path (`scheduler/README.md`, "Self-requeued tasks").
 //! * The injector is checked every 61st search (fixed, as tokio). The text's EWMA-adaptive
 //!   interval and fair-share batch fetch (`len / workers`) are not done: a worker takes up to
 //!   half a ring from the injector.
@@ -174,6 +177,7 @@ pub struct YieldNow {
 impl Future for YieldNow {
     type Output = ();
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.yielded {
             return Poll::Ready(());

@@ -191,6 +191,32 @@ impl<S: Spawner> ThreadPool<S> {
     }
 }
 
+impl<S: Spawner> ThreadPool<S> {
+    /// Re-queues a task woken during its own poll (`lifo == false` in [`Schedule::schedule`]):
+    /// on the worker that polled it, to the back of its ring with the cheap notification
+    /// (`notify_join`: a real `notify` only when a thread is idle or may be started and no
+    /// wake is in flight; one Relaxed load otherwise). This worker is awake and goes straight
+    /// back to its queues, so it runs the task itself if nobody steals it: a missed wake-up
+    /// costs parallelism, never progress (`scheduler/README.md`, "Self-requeued tasks"), and
+    /// the busy path of every yield drops the `notify` fence. Elsewhere: [`submit`](Self::submit).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit).
+    #[inline]
+    unsafe fn requeue(&self, task: NonNull<Task>) -> Result<(), Error> {
+        let inner = self.inner();
+        match self.current_worker() {
+            Some(me) => {
+                inner.push_ring(me, task);
+                inner.notify_join();
+                Ok(())
+            }
+            // SAFETY: forwarded contract.
+            None => unsafe { self.submit(task) },
+        }
+    }
+}
+
 /// Queues tasks on a `ThreadPool<S>`; the scheduler pointer is its `Inner<S>`.
 pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 
@@ -214,7 +240,7 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
         let pool = unsafe { Self::pool(sched) };
         // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
         // us), and alive until its callback runs (the queue's reference).
-        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.submit(task) } };
+        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.requeue(task) } };
         result.map_err(drop)
     }
 

@@ -290,6 +290,25 @@ unsafe fn submit(header: NonNull<Header>, lifo: bool) {
     }
 }
 
+/// `submit` for a task re-queued by its own poll (`after_pending`), where the types are known:
+/// the scheduler is called directly instead of through the vtable (the yield path).
+///
+/// # Safety
+/// As `submit`; `header` is a `Cell<F, Sch>`.
+#[inline]
+unsafe fn submit_requeue<F, Sch>(header: NonNull<Header>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    Sch: Schedule,
+{
+    // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
+    if unsafe { Sch::schedule(header.as_ref().sched, Header::task(header), false) }.is_err() {
+        // SAFETY: refused, so SCHEDULED and the reference are still ours.
+        unsafe { cancel_scheduled::<F, Sch>(header) };
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running: the pool's callback
 
@@ -395,7 +414,7 @@ where
             Ok(_) => {
                 if s.is_notified() {
                     // SAFETY: SCHEDULED and the reference are ours to hand over.
-                    unsafe { submit(header, false) };
+                    unsafe { submit_requeue::<F, Sch>(header) };
                 } else if new.refs() == 0 {
                     // Nobody can wake it and nobody waits for it: free it (drops the future).
                     // SAFETY: that was the last reference.

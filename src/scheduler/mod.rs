@@ -645,6 +645,11 @@ impl<S: Spawner> ThreadPool<S> {
         }
         if is_waking {
             inner.notify(true);
+        } else if !me.ring.is_empty() {
+            // We go back to the waiting task's code, maybe for long: tasks left in our ring
+            // that were re-queued with the cheap notification (README, "Self-requeued tasks")
+            // get a full one, so a sleeping worker takes them meanwhile.
+            inner.notify(false);
         }
     }
 

@@ -193,7 +193,10 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// The tick's budget is spent (module docs): the next search starts at the injector, and
-    /// the LIFO slot's task goes to the back of the ring.
+    /// the LIFO slot's task goes to the back of the ring. If the ring holds tasks, a full
+    /// `notify` advertises them: tasks re-queued by their own poll were queued with the cheap
+    /// notification only (`scheduler/README.md`, "Self-requeued tasks"), so a worker that went
+    /// to sleep at that instant learns of them within one tick.
     #[cold]
     #[inline(never)]
     fn end_tick(&self, me: &Worker<S>) {
@@ -204,6 +207,9 @@ impl<S: Spawner> Inner<S> {
             if let Some(task) = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
                 self.push_ring(me, task);
             }
+        }
+        if !me.ring.is_empty() {
+            self.notify(false);
         }
     }
 
