@@ -146,6 +146,7 @@ test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-lo
 verify: test
 	$(MAKE) test-tsan TSAN_SCALE=1
 	$(MAKE) test-fuzz FUZZ_SECONDS=600
+	POOL_SOAK_TASKS=100000000 $(CARGO) test --release --test stress soak_1e8 -- --ignored --nocapture
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 

@@ -8,7 +8,10 @@
 //! * producers racing `shutdown`: every `Ok` ran exactly once, every `Err(Shutdown)` never ran,
 //!   on the futex and on the condvar parker;
 //! * pools of 1, 2, 4 and 16 threads (more than the cores);
-//! * create / submit / shutdown 200 times with no OS thread left behind.
+//! * create / submit / shutdown 200 times with no OS thread left behind;
+//! * a soak: 8 producers whose tasks each submit a child from inside the pool, jobs reused
+//!   round after round and counted exactly once per round (10^6 x scale here; 10^8 in the
+//!   `#[ignore]`d test that `make verify` runs).
 
 mod common;
 
@@ -286,5 +289,187 @@ fn many_producers_racing_shutdown() {
     let rounds = scaled_min(600, 3);
     watchdog("many_producers_racing_shutdown", watchdog_secs(30), move |p| {
         shutdown_race(p, &ThreadSpawner::<FutexParker>::new, rounds, if cfg!(miri) { 4 } else { 16 }, scaled_min(1000, 20), "many producers");
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Soak: 10^8 tasks from 8 producers, half of them submitted from inside the pool
+// (`make verify`: POOL_SOAK_TASKS=100000000, the #[ignore]d test; `make test`: 10^6 x scale).
+
+/// A soak job: a root, submitted by a producer, submits its child from inside the worker (with
+/// `submit`, `submit_lifo` or a one-task batch); the child only counts. Jobs are reused round
+/// after round, so after round `r` every job must have run exactly `r + 1` times.
+#[repr(C)]
+struct SoakJob {
+    task: pool::Task,
+    runs: std::sync::atomic::AtomicU32,
+    /// The root's child (null in a child).
+    child: *mut SoakJob,
+    mode: u8,
+    pool: *const ThreadPool<ThreadSpawner>,
+    /// The producer's count of finished runs (the callback's last access).
+    done: *const std::sync::atomic::AtomicUsize,
+    /// Children whose submit failed (must stay 0).
+    errors: *const std::sync::atomic::AtomicUsize,
+}
+
+unsafe extern "C" fn soak_run(task: *mut pool::Task) {
+    use std::sync::atomic::Ordering;
+    let job = pool::container_of!(task, SoakJob, task);
+    // SAFETY: every task with this callback is the `task` field of a live `SoakJob` whose pool
+    // and counters outlive the pool's work; fields are read through the raw pointer (no
+    // reference to the whole job, whose `task` the pool may reuse in the next round).
+    let (child, mode, pool, done, errors) = unsafe { ((*job).child, (*job).mode, (*job).pool, (*job).done, (*job).errors) };
+    // SAFETY: as above.
+    unsafe { (*job).runs.fetch_add(1, Ordering::Relaxed) };
+    if !child.is_null() {
+        // SAFETY: the child is submitted once per round, by its root only, after it finished
+        // its previous run (the producer waits for every run of a round before the next).
+        let (pool, child) = unsafe { (&*pool, std::ptr::NonNull::new_unchecked(std::ptr::addr_of_mut!((*child).task))) };
+        // SAFETY: as above.
+        let r = unsafe {
+            match mode {
+                0 => pool.submit(child),
+                1 => pool.submit_lifo(child),
+                _ => {
+                    let mut batch = Batch::new();
+                    batch.push(child);
+                    pool.submit_batch(batch)
+                }
+            }
+        };
+        if r.is_err() {
+            // SAFETY: the counters outlive the pool's work.
+            unsafe { (*errors).fetch_add(1, Ordering::Relaxed) };
+        }
+    }
+    // Release: the producer's Acquire load sees this run's count. Last access to the job.
+    // SAFETY: as above.
+    unsafe { (*done).fetch_add(1, Ordering::Release) };
+}
+
+#[repr(align(128))]
+struct Padded(std::sync::atomic::AtomicUsize);
+
+/// `total` tasks (rounded to whole rounds) from 8 producers; returns (tasks run, seconds).
+fn soak(p: &common::Progress, total: usize) -> (usize, f64) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const PRODUCERS: usize = 8;
+    // Per producer and round: `per` roots + `per` children.
+    let per = (total / (2 * PRODUCERS)).clamp(1, 62_500);
+    let rounds = (total / (2 * PRODUCERS * per)).max(1);
+    let pool = Arc::new(ThreadPool::new(Config::default()).unwrap());
+    let done: Arc<[Padded]> = (0..PRODUCERS).map(|_| Padded(AtomicUsize::new(0))).collect();
+    let errors = Arc::new(AtomicUsize::new(0));
+    let rounds_done = Arc::new(AtomicUsize::new(0));
+    p.track_value("producer rounds done", &rounds_done);
+    // Every job of producer t: roots at [t * 2 * per, t * 2 * per + per), their children after.
+    let jobs: Box<[SoakJob]> = (0..PRODUCERS * 2 * per)
+        .map(|i| SoakJob {
+            task: pool::Task::new(soak_run),
+            runs: std::sync::atomic::AtomicU32::new(0),
+            child: std::ptr::null_mut(),
+            mode: (i % 3) as u8,
+            pool: Arc::as_ptr(&pool),
+            done: &done[i / (2 * per)].0,
+            errors: Arc::as_ptr(&errors),
+        })
+        .collect();
+    let len = jobs.len();
+    let jobs: *mut SoakJob = Box::into_raw(jobs).cast();
+    for t in 0..PRODUCERS {
+        for i in 0..per {
+            let root = t * 2 * per + i;
+            // SAFETY: in bounds; nothing runs yet.
+            unsafe { (*jobs.add(root)).child = jobs.add(root + per) };
+        }
+    }
+    let jobs_ptr = common::SendPtr(jobs.cast_const());
+    p.stage(format!("soak: {PRODUCERS} producers x {rounds} rounds x {per} roots (+ as many nested)"));
+    let start = std::time::Instant::now();
+    let handles: Vec<_> = (0..PRODUCERS)
+        .map(|t| {
+            let (pool, done, rounds_done) = (Arc::clone(&pool), Arc::clone(&done), Arc::clone(&rounds_done));
+            let jobs_ptr = common::SendPtr(jobs_ptr.0);
+            std::thread::spawn(move || {
+                let jobs_ptr = jobs_ptr; // the whole wrapper (a closure would capture only `.0`)
+                let jobs = jobs_ptr.0.cast_mut();
+                let base = t * 2 * per;
+                let task = |i: usize| {
+                    // SAFETY: in bounds; `addr_of_mut!` makes no reference.
+                    unsafe { std::ptr::NonNull::new_unchecked(std::ptr::addr_of_mut!((*jobs.add(base + i)).task)) }
+                };
+                for round in 0..rounds {
+                    if round % 4 == 3 {
+                        // Every fourth round the roots go in batches of 64.
+                        for first in (0..per).step_by(64) {
+                            let mut batch = Batch::new();
+                            for i in first..(first + 64).min(per) {
+                                // SAFETY: each root once per round, after its previous run.
+                                unsafe { batch.push(task(i)) };
+                            }
+                            // SAFETY: as above.
+                            unsafe { pool.submit_batch(batch) }.unwrap();
+                        }
+                    } else {
+                        for i in 0..per {
+                            // SAFETY: as above.
+                            unsafe { pool.submit(task(i)) }.unwrap();
+                        }
+                    }
+                    let want = 2 * per * (round + 1);
+                    let mut spins = 0u32;
+                    while done[t].0.load(Ordering::Acquire) < want {
+                        spins += 1;
+                        if spins < 64 {
+                            std::thread::yield_now();
+                        } else {
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                    }
+                    // Every run of the round is counted (Acquire above): each job ran once more.
+                    for i in 0..2 * per {
+                        // SAFETY: in bounds; an atomic read.
+                        let runs = unsafe { (*jobs.add(base + i)).runs.load(Ordering::Relaxed) } as usize;
+                        assert_eq!(runs, round + 1, "producer {t}, round {round}: job {i} ({}) ran {runs} times", if i < per { "root" } else { "nested child" });
+                    }
+                    assert_eq!(done[t].0.load(Ordering::Acquire), want, "producer {t}, round {round}: more runs than submits");
+                    rounds_done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("soak producer panicked");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    pool.shutdown().unwrap();
+    assert_eq!(errors.load(Ordering::Relaxed), 0, "nested submits failed");
+    let ran: usize = done.iter().map(|d| d.0.load(Ordering::Relaxed)).sum();
+    assert_eq!(ran, PRODUCERS * 2 * per * rounds);
+    drop(pool);
+    // SAFETY: the pool is gone; nothing references the jobs any more.
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(jobs, len)) });
+    (ran, secs)
+}
+
+#[test]
+fn soak_small_8_producers_nested_submits() {
+    let _g = common::shared();
+    let total = scaled_min(1_000_000, 32);
+    watchdog("soak_small", watchdog_secs(60), move |p| {
+        soak(p, total);
+    });
+}
+
+/// `make verify`: POOL_SOAK_TASKS (default 10^8) tasks, every one counted exactly once.
+#[test]
+#[ignore = "10^8 tasks: run by make verify"]
+fn soak_1e8_tasks_8_producers_nested_submits() {
+    let _g = common::exclusive();
+    let total = std::env::var("POOL_SOAK_TASKS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000_000);
+    watchdog("soak_1e8", watchdog_secs(3600), move |p| {
+        let (ran, secs) = soak(p, total);
+        println!("soak: {ran} tasks (half submitted from inside the pool) from 8 producers in {secs:.1} s ({:.1} M tasks/s), each exactly once", ran as f64 / secs / 1e6);
     });
 }
