@@ -20,7 +20,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
@@ -128,6 +128,19 @@ test-nostd:
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
 
+# c_tests/cycles.c with POOL_CYCLES create/submit/destroy cycles: the thread count exact after
+# every pool_destroy and the heap in use (mallinfo2) back within a fixed slack; then the same
+# program under LeakSanitizer (gcc -fsanitize=leak, no ASan slow-down). `make verify`: 1000.
+CYCLES ?= 200
+test-cycles: $(BUILD)/cycles
+	POOL_CYCLES=$(CYCLES) ./$(BUILD)/cycles
+	@mkdir -p $(BUILD)/lsan
+	@if ! echo 'int main(void) { return 0; }' | $(CC) -fsanitize=leak -x c - -o $(BUILD)/lsan/probe 2>/dev/null; then \
+	  echo "SKIP: $(CC) cannot link -fsanitize=leak"; exit 0; fi; \
+	set -e; $(CC) -std=c11 -O1 -g $(CWARN) -fsanitize=leak -fno-omit-frame-pointer -Iinclude c_tests/cycles.c \
+	  $(LIB) $(LDLIBS) -o $(BUILD)/lsan/cycles; \
+	echo "== lsan $(BUILD)/lsan/cycles"; POOL_CYCLES=$(CYCLES) ./$(BUILD)/lsan/cycles
+
 # The cargo-fuzz target (fuzz/, its own workspace): random programs of C API calls under ASan
 # and LeakSanitizer, checking status codes and exact-once (see VERIFY.md). New inputs go to
 # fuzz/corpus/ (git-ignored); the seeds in fuzz/seeds/ are committed. `make verify`: 10 min.
@@ -140,12 +153,13 @@ test-fuzz:
 	POOL_HEADER_OUT=$(CURDIR)/$(BUILD)/fuzz-pool.h $(CARGO) +nightly fuzz run capi_ops \
 	  fuzz/corpus/capi_ops fuzz/seeds/capi_ops -- $(FUZZ_FLAGS)
 
-test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-fuzz test-install
+test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install
 	@echo "make test: all green"
 
 verify: test
 	$(MAKE) test-tsan TSAN_SCALE=1
 	$(MAKE) test-fuzz FUZZ_SECONDS=600
+	$(MAKE) test-cycles CYCLES=1000
 	POOL_SOAK_TASKS=100000000 $(CARGO) test --release --test stress soak_1e8 -- --ignored --nocapture
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'

@@ -12,7 +12,16 @@
  *   - cycles that destroy right after submitting (pool_destroy runs what is queued);
  *   - cycles of create/destroy with no task at all (no thread may start);
  *   - cycles of create/shutdown/destroy, with and without tasks;
- *   - 8 pools alive at once, all fed, all destroyed.
+ *   - 8 pools alive at once, all fed, all destroyed;
+ *   - the heap: after a warm-up (one cycle and 8 pools at once), glibc's bytes in use
+ *     (mallinfo2().uordblks, every arena) are the baseline; after all the cycles they must be
+ *     back within HEAP_SLACK bytes. The warm-up and the cycles each run on a thread of their
+ *     own and the heap is read from main after joining it: glibc keeps a thread's freed small
+ *     blocks in its tcache until the thread exits, and mallinfo2 counts those as in use.
+ *     Skipped, with a note, where malloc is replaced (ASan, LSan, valgrind: their own leak
+ *     check applies). `make test-cycles-lsan` runs this program under LeakSanitizer too.
+ * POOL_CYCLES sets the number of create/submit/wait/destroy cycles (default 200 x
+ * POOL_TEST_SCALE); `make verify` runs 1000.
  * This program never touches the global pool (its threads would stay alive by design).
  *
  * Build: cc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude c_tests/cycles.c \
@@ -20,9 +29,17 @@
  */
 #include "common.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define HAVE_MALLINFO2 1
+#endif
 
 #define MAX_THREADS 4
+/* Heap growth allowed over all the cycles, in bytes (a leak of even one small allocation per
+ * cycle exceeds it after 200 cycles). */
+#define HEAP_SLACK 4096
 
 struct job {
     unsigned id;
@@ -55,7 +72,7 @@ static void report(void *p)
     printf("  %ld of %ld tasks ran\n", atomic_load(w->done), w->target);
 }
 
-static int baseline;            /* threads before the first pool_create */
+static int baseline;            /* threads before the first pool_create (of this phase thread) */
 static size_t thread_leaks;     /* cycles after which the count was not the baseline */
 static size_t over_limit;       /* samples with more than MAX_THREADS pool threads */
 static size_t unreaped;         /* joined threads still listed (PF_EXITING): informational */
@@ -218,36 +235,123 @@ static void many_pools(size_t pools_n, size_t n)
     free(jobs);
 }
 
+/* Bytes of heap in use (glibc, every arena), or -1 where that cannot be measured: no
+ * mallinfo2, or malloc replaced (a sanitizer or valgrind), seen as a 64 KiB block that does
+ * not show up in the count. */
+static long long heap_in_use(void)
+{
+#ifdef HAVE_MALLINFO2
+    long long before = (long long)mallinfo2().uordblks, with;
+    void *volatile probe = malloc(64 * 1024);
+    if (probe == NULL)
+        return -1;
+    with = (long long)mallinfo2().uordblks;
+    free(probe);
+    if (with - before < 64 * 1024)
+        return -1;
+    return (long long)mallinfo2().uordblks;
+#else
+    return -1;
+#endif
+}
+
+/* POOL_CYCLES if set (a count), else `dflt`. */
+static size_t env_cycles(size_t dflt)
+{
+    const char *s = getenv("POOL_CYCLES");
+    char *end;
+    unsigned long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    v = strtoul(s, &end, 10);
+    if (*end != '\0' || v == 0) {
+        fprintf(stderr, "warning: ignoring POOL_CYCLES=%s\n", s);
+        return dflt;
+    }
+    return (size_t)v;
+}
+
+struct phases {
+    int warm_up;
+    size_t cycles, n, small;
+};
+
+/* The cycles, on a thread of their own (see the heap note at the top); `baseline` counts
+ * that thread too. */
+static void *run_phases(void *arg)
+{
+    const struct phases *ph = arg;
+    baseline = count_live_threads();
+    if (ph->warm_up) {
+        /* First-use allocations, and glibc's arenas for the most threads at once. */
+        run_cycles(1, ph->n, 0, "warm-up");
+        many_pools(8, ph->n);
+        return NULL;
+    }
+    /* No task: no thread may even start. */
+    run_cycles(ph->small, 0, 0, "create/destroy, no task");
+    run_cycles(ph->small, 0, 2, "create/shutdown/destroy, no task");
+
+    run_cycles(ph->cycles, ph->n, 0, "create/submit/wait/destroy");
+    run_cycles(ph->small, ph->n, 1, "create/submit/destroy at once");
+    run_cycles(ph->small, ph->n, 2, "create/submit/shutdown/destroy");
+    run_cycles(ph->small, 1, 1, "create/submit 1/destroy at once");
+
+    many_pools(8, ph->n);
+    return NULL;
+}
+
+static void run_on_thread(struct phases *ph)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, run_phases, ph) != 0 || pthread_join(t, NULL) != 0) {
+        printf("FAIL: pthread_create/join\n");
+        exit(1);
+    }
+}
+
 int main(void)
 {
-    size_t cycles = scaled(200, 5);
+    size_t cycles = env_cycles(scaled(200, 5));
+    long long heap_before, heap_after;
+    struct phases ph;
+    int start;
     size_t n = scaled(1000, 10);
     size_t small = scaled(50, 3);
     int end;
 
     test_watchdog_start(120);
-    baseline = count_live_threads();
-    printf("cycles: %d threads at start; %lu cycles of %lu tasks\n", baseline,
+    start = count_live_threads();
+    printf("cycles: %d threads at start; %lu cycles of %lu tasks\n", start,
            (unsigned long)cycles, (unsigned long)n);
-    CHECK(baseline >= 1, "count /proc/self/task");
-    if (baseline < 1)
+    CHECK(start >= 1, "count /proc/self/task");
+    if (start < 1)
         return test_finish();
 
-    /* No task: no thread may even start. */
-    run_cycles(small, 0, 0, "create/destroy, no task");
-    run_cycles(small, 0, 2, "create/shutdown/destroy, no task");
-
-    run_cycles(cycles, n, 0, "create/submit/wait/destroy");
-    run_cycles(small, n, 1, "create/submit/destroy at once");
-    run_cycles(small, n, 2, "create/submit/shutdown/destroy");
-    run_cycles(small, 1, 1, "create/submit 1/destroy at once");
-
-    many_pools(8, n);
+    ph.cycles = cycles;
+    ph.n = n;
+    ph.small = small;
+    ph.warm_up = 1;
+    run_on_thread(&ph);
+    heap_before = heap_in_use();
+    ph.warm_up = 0;
+    run_on_thread(&ph);
+    heap_after = heap_in_use();
 
     CHECK_EQ(over_limit, 0, "samples with more than max_threads=4 pool threads running");
     end = count_live_threads();
-    CHECK_EQ(end, baseline, "threads at the end == threads at the start (exactly)");
+    CHECK_EQ(end, start, "threads at the end == threads at the start (exactly)");
+    if (heap_before < 0 || heap_after < 0) {
+        printf("  heap: not measurable here (no mallinfo2, or malloc replaced by a sanitizer "
+               "or valgrind, whose own leak check applies)\n");
+    } else {
+        printf("  heap in use: %lld bytes after the warm-up, %lld after %lu more cycles "
+               "and 8 pools at once (growth %lld, slack %d)\n", heap_before, heap_after,
+               (unsigned long)(cycles + 5 * small), heap_after - heap_before, HEAP_SLACK);
+        CHECK(heap_after - heap_before <= HEAP_SLACK,
+              "heap in use after all the cycles within HEAP_SLACK of the warm-up baseline");
+    }
     printf("  threads: %d at start, %d at end; %lu times a joined thread was still listed "
-           "(PF_EXITING) right after pool_destroy\n", baseline, end, (unsigned long)unreaped);
+           "(PF_EXITING) right after pool_destroy\n", start, end, (unsigned long)unreaped);
     return test_finish();
 }
