@@ -10,6 +10,10 @@
 //! | `ping_pong` | 1,000 | inside `block_on`, one task spawns 1,000 tasks; each spawns a partner and the two trade messages over two oneshot channels |
 //! | `chained_spawn` | 1,000 | inside `block_on`, one task spawns the next, 1,000 deep; the last signals |
 //!
+//! Also BENCH.md's two async workloads, which the harness did not have yet: `yield` (10,000
+//! tasks each yield 100 times; ns per yield) and `spawn_await` (from `block_on`, spawn one task
+//! and await it, 100,000 times; ns per round trip).
+//!
 //! Written here from the description of those benches (our code, not tokio's). Differences,
 //! the same for both columns: one oneshot channel of our own (a mutex, a value and a waker)
 //! instead of `tokio::sync::oneshot`, so `ping_pong` compares schedulers and not channels; the
@@ -33,6 +37,10 @@ const YIELD_TASKS: usize = 200;
 const NUM_YIELD: usize = 1_000;
 const NUM_PINGS: usize = 1_000;
 const CHAIN: usize = 1_000;
+/// BENCH.md's sizes.
+const TASKS: usize = 10_000;
+const YIELDS: usize = 100;
+const ROUND_TRIPS: usize = 100_000;
 
 /// Iterations per measured run, per workload (a run takes some tens of ms on 2 cores).
 const ITERS: [(&str, usize); 5] =
@@ -85,6 +93,24 @@ pub fn workloads() -> Vec<Workload> {
                 Box::new(move || chained_spawn_ours(p))
             }, |rt| Box::new(move || chained_spawn_tokio(rt)))
         }),
+        Workload {
+            unit: "ns/yield",
+            ..w("yield", "BENCH.md: 10,000 async tasks each yield 100 times", || {
+                contenders("yield", |p| {
+                    let p = p.get();
+                    Box::new(move || yield_ours(p))
+                }, |rt| Box::new(move || yield_tokio(rt)))
+            })
+        },
+        Workload {
+            unit: "ns/round trip",
+            ..w("spawn_await", "BENCH.md: block_on spawns one task and awaits it, 100,000 times", || {
+                contenders("spawn_await", |p| {
+                    let p = p.get();
+                    Box::new(move || spawn_await_ours(p))
+                }, |rt| Box::new(move || spawn_await_tokio(rt)))
+            })
+        },
     ]
 }
 
@@ -96,6 +122,11 @@ fn contenders(
     tokio: fn(&'static tokio::runtime::Runtime) -> Box<dyn FnMut()>,
 ) -> Vec<Contender> {
     let k = iters(name);
+    // Per-item workloads: one iteration per run, reported per item.
+    let per_iter = move |k: usize, once: &mut dyn FnMut()| match per_item(name) {
+        Some(items) => Sample { value: per_iter(k, once).value * 1e3 / items as f64, extra: None },
+        None => per_iter(k, once),
+    };
     vec![
         Contender::new(crate::ours::INTRUSIVE, "pool::ThreadPool::spawn_future / block_on", move |threads| {
             let pool = PoolBox::new(threads);
@@ -122,6 +153,15 @@ fn per_iter(k: usize, once: &mut dyn FnMut()) -> Sample {
         once();
     }
     Sample { value: start.elapsed().as_secs_f64() * 1e6 / k as f64, extra: None }
+}
+
+/// Per-item units (`yield`, `spawn_await`): one iteration, in ns per item.
+fn per_item(name: &str) -> Option<usize> {
+    match name {
+        "yield" => Some(TASKS * YIELDS),
+        "spawn_await" => Some(ROUND_TRIPS),
+        _ => None,
+    }
 }
 
 /// A tokio runtime reachable as `&'static` (as `PoolBox` for ours); shut down on drop.
@@ -367,5 +407,61 @@ fn chained_spawn_tokio(rt: &'static tokio::runtime::Runtime) {
     rt.block_on(async {
         tokio::spawn(async move { chain_tokio(done_tx, CHAIN) });
         done_rx.recv().unwrap();
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// BENCH.md: yield, spawn_await
+
+fn yield_ours(pool: &'static OurPool) {
+    pool.block_on(async {
+        let handles: Vec<_> = (0..TASKS)
+            .map(|_| {
+                pool.spawn_future(async {
+                    for _ in 0..YIELDS {
+                        pool::runtime::yield_now().await;
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        for h in handles {
+            h.await.unwrap();
+        }
+    });
+}
+
+fn yield_tokio(rt: &'static tokio::runtime::Runtime) {
+    rt.block_on(async {
+        let handles: Vec<_> = (0..TASKS)
+            .map(|_| {
+                tokio::spawn(async {
+                    for _ in 0..YIELDS {
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.await.unwrap();
+        }
+    });
+}
+
+fn spawn_await_ours(pool: &'static OurPool) {
+    pool.block_on(async {
+        for i in 0..ROUND_TRIPS {
+            let v = pool.spawn_future(async move { i }).unwrap().await.unwrap();
+            std::hint::black_box(v);
+        }
+    });
+}
+
+fn spawn_await_tokio(rt: &'static tokio::runtime::Runtime) {
+    rt.block_on(async {
+        for i in 0..ROUND_TRIPS {
+            let v = tokio::spawn(async move { i }).await.unwrap();
+            std::hint::black_box(v);
+        }
     });
 }
