@@ -329,9 +329,7 @@ impl<S: Spawner> ThreadPool<S> {
         let mut total = inner.outside.snapshot();
         for index in 0..inner.worker_table.len() {
             if let Some(worker) = inner.worker_at(index) {
-                // SAFETY: workers live until the pool is dropped; `worker_at`'s Acquire load
-                // saw the worker initialised.
-                total = total.sum(unsafe { worker.as_ref() }.stats.snapshot());
+                total = total.sum(Worker::stats_of(worker).snapshot());
             }
         }
         Stats {
@@ -369,8 +367,7 @@ impl<S: Spawner> ThreadPool<S> {
             return None;
         }
         Some(match inner.worker_at(index) {
-            // SAFETY: as in `stats`.
-            Some(worker) => unsafe { worker.as_ref() }.stats.snapshot(),
+            Some(worker) => Worker::stats_of(worker).snapshot(),
             None => WorkerStats::default(),
         })
     }

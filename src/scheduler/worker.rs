@@ -100,6 +100,18 @@ pub(crate) struct Worker<S: Spawner> {
 }
 
 impl<S: Spawner> Worker<S> {
+    /// Any thread: the counters of a worker from the worker table, without a reference to the
+    /// whole `Worker` (its thread may still be writing `next` while it links itself into the
+    /// pool's list, after `register` published it in the table: a `&Worker` would race with
+    /// that write; found by Miri in `tests/stats.rs`).
+    pub(crate) fn stats_of<'a>(worker: NonNull<Worker<S>>) -> &'a Counters {
+        // SAFETY: workers from the table are initialised (the table's Release store / the
+        // reader's Acquire load) and live until the pool is dropped; only the `stats` field is
+        // borrowed, and it is only ever accessed through atomics.
+        let padded = unsafe { &*ptr::addr_of!((*worker.as_ptr()).stats) };
+        &padded.0
+    }
+
     /// Owner: counts one successful steal that took `tasks` tasks.
     #[inline]
     fn count_steal(&self, tasks: usize) {
