@@ -87,7 +87,8 @@ test-c-asan: $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)/asan
 	@set -e; for src in $(wildcard c_tests/*.c); do t=$(BUILD)/asan/$$(basename $$src .c); \
 	  $(CC) -std=c11 -O1 -g $(CWARN) $(ASAN_FLAGS) -Iinclude $$src $(LIB) $(LDLIBS) -o $$t; \
-	  echo "== asan $$t"; POOL_TEST_SCALE=0.1 ASAN_OPTIONS=detect_leaks=1 ./$$t | tail -n 1; done
+	  echo "== asan $$t"; POOL_TEST_SCALE=0.1 ASAN_OPTIONS=detect_leaks=1 ./$$t > $$t.log 2>&1 \
+	  || { cat $$t.log; exit 1; }; tail -n 1 $$t.log; done
 
 # ThreadSanitizer over the Rust stress and fault tests (nightly, std rebuilt instrumented).
 TSAN_SCALE ?= 0.05
