@@ -124,7 +124,11 @@ impl<S: Spawner> ThreadPool<S> {
         F::Output: Send + 'static,
     {
         let inner = self.inner();
-        let header = raw::allocate::<F, PoolScheduler<S>>(future, NonNull::from(inner).cast::<()>());
+        // The handle's own pointer (from `Box::leak`), not one made from `&Inner`: the last task
+        // may free `Inner` through it (`PoolScheduler::release`), which a shared reference's
+        // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
+        // wake_after_pool_dropped).
+        let header = raw::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.runtime.acquire();
         let task = Header::task(header);
         // As `submit_lifo`, with the spawn counted on the same worker lookup.
