@@ -739,3 +739,41 @@ fn one_allocation_per_spawn_none_per_wake() {
         assert_eq!(allocs, n, "{allocs} allocations for {n} spawns with {yields} wakes each");
     });
 }
+
+/// Self-wakes recorded per poll (`runtime/current.rs`): a task that yields inside a task it
+/// helps run (a blocking `join` on a one-worker pool nests the inner task's poll in the outer
+/// one's), then yields itself; neither wake may be lost or credited to the other task.
+#[test]
+fn self_wakes_in_nested_polls() {
+    let _g = common::shared();
+    watchdog("nested_self_wakes", watchdog_secs(10), |_| {
+        let pool = pool(1);
+        let p = pool.clone();
+        let rounds = scaled_min(200, 5);
+        let total = pool
+            .spawn_future(async move {
+                let mut total = 0;
+                for i in 0..rounds {
+                    yield_now().await;
+                    // The inner task runs nested in this poll (help-until-complete), yielding
+                    // three times; then the outer one yields again.
+                    total += p
+                        .spawn_future(async move {
+                            for _ in 0..3 {
+                                yield_now().await;
+                            }
+                            i
+                        })
+                        .unwrap()
+                        .join()
+                        .unwrap();
+                    yield_now().await;
+                }
+                total
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(total, rounds * (rounds - 1) / 2);
+    });
+}

@@ -53,7 +53,9 @@
 //! * A task is queued at most once however many times it is woken: only the wake that finds
 //!   it idle sets SCHEDULED; a wake during a poll sets NOTIFIED and the poller re-queues it.
 //! * Wakers are the task pointer with a reference count (clone: +1, drop: -1), so a wake
-//!   allocates nothing; the waker in a poll's `Context` is borrowed (no count at all).
+//!   allocates nothing; the waker in a poll's `Context` is borrowed (no count at all). A task
+//!   waking itself by reference during its own poll (`yield_now`) touches no atomic at all
+//!   with `std`: a thread-local bit that the end of the poll reads (`current.rs`).
 //! * The `JoinHandle` holds a reference and JOIN_INTEREST. It owns the output once COMPLETE;
 //!   dropped first, it detaches and the completing thread drops the output instead.
 //! * [`JoinHandle::abort`]: an idle task is cancelled on the calling thread (it claims RUNNING
@@ -108,6 +110,8 @@
 //! `extern "C"`).
 
 mod block_on;
+#[cfg(all(feature = "std", not(loom)))]
+mod current;
 mod join;
 mod pool;
 mod raw;

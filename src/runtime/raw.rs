@@ -22,6 +22,10 @@
 //!   before waking (a channel push, say). A wake that only *read* the word would leave that
 //!   store-buffering window open: waker stores data then reads SCHEDULED, poller flips to
 //!   RUNNING then reads stale data, and the wake is lost.
+//! * The exception (`std`): a task that wakes itself by reference on the thread that is polling
+//!   it sets a bit in a thread-local instead (`current.rs`). The only reader is that same thread,
+//!   after the poll, in program order: nothing needs publishing, and `after_pending`'s CAS then
+//!   re-queues the task as if NOTIFIED were set.
 //! * Starting a poll is Acquire (sees the waker's data and the previous poll's writes to the
 //!   future); ending a poll is AcqRel (Release publishes the future's new state to whoever polls,
 //!   cancels or frees it next).
@@ -346,6 +350,9 @@ where
     // SAFETY: WAKER_VTABLE's functions expect a live header pointer.
     let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(header)) });
     let mut cx = Context::from_waker(&waker);
+    // A self-wake by reference during the poll is recorded in a thread-local (`current.rs`).
+    #[cfg(all(feature = "std", not(loom)))]
+    let saved = super::current::enter(header);
     let poll = catch(|| {
         // SAFETY: our reference keeps the cell alive.
         let cell = unsafe { cell::<F, Sch>(header) };
@@ -357,10 +364,14 @@ where
             _ => unreachable!("polled a task that is not running"),
         })
     });
+    #[cfg(all(feature = "std", not(loom)))]
+    let self_woken = super::current::exit(saved);
+    #[cfg(not(all(feature = "std", not(loom))))]
+    let self_woken = false;
     match poll {
         Ok(Poll::Pending) => {
             // SAFETY: we hold RUNNING and the queue's reference.
-            unsafe { after_pending::<F, Sch>(header) }
+            unsafe { after_pending::<F, Sch>(header, self_woken) }
         }
         Ok(Poll::Ready(output)) => {
             // SAFETY: as above; dropping the finished future happens here.
@@ -380,11 +391,12 @@ where
 }
 
 /// The poll returned `Pending`: go idle (dropping the queue's reference), or re-queue if woken
-/// meanwhile, or cancel if aborted meanwhile. One CAS.
+/// meanwhile (`NOTIFIED`, or `self_woken`: it woke itself by reference on this thread, see
+/// `current.rs`), or cancel if aborted meanwhile. One CAS.
 ///
 /// # Safety
 /// We hold RUNNING and the queue's reference.
-unsafe fn after_pending<F, Sch>(header: NonNull<Header>)
+unsafe fn after_pending<F, Sch>(header: NonNull<Header>, self_woken: bool)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -401,7 +413,8 @@ where
             unsafe { cancel_running::<F, Sch>(header, true) };
             return;
         }
-        let new = if s.is_notified() {
+        let requeue = s.is_notified() || self_woken;
+        let new = if requeue {
             // Woken during the poll: queued again, the reference passes to the queue.
             s.without(State::RUNNING | State::NOTIFIED).with(State::SCHEDULED)
         } else {
@@ -412,7 +425,7 @@ where
         // other owner's accesses.
         match h.state.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => {
-                if s.is_notified() {
+                if requeue {
                     // SAFETY: SCHEDULED and the reference are ours to hand over.
                     unsafe { submit_requeue::<F, Sch>(header) };
                 } else if new.refs() == 0 {
@@ -618,8 +631,16 @@ unsafe fn waker_wake(ptr: *const ()) {
 }
 
 unsafe fn waker_wake_by_ref(ptr: *const ()) {
+    // SAFETY: a waker's data is a live header.
+    let header = unsafe { NonNull::new_unchecked(ptr.cast_mut().cast::<Header>()) };
+    // The task wakes itself during its own poll on this thread: `after_pending` re-queues it,
+    // no RMW on the state word (`current.rs`).
+    #[cfg(all(feature = "std", not(loom)))]
+    if super::current::wake_self(header) {
+        return;
+    }
     // SAFETY: the waker holds or borrows a reference for the call.
-    unsafe { wake_by_ref(NonNull::new_unchecked(ptr.cast_mut().cast::<Header>())) }
+    unsafe { wake_by_ref(header) }
 }
 
 /// Wakes the task, consuming the caller's reference: an idle task is queued (the reference

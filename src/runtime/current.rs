@@ -1,0 +1,53 @@
+//! Which task this thread is polling, so that a task waking **itself** during its own poll (a
+//! `yield_now`, a channel it both sends to and receives from) costs a thread-local write instead
+//! of a read-modify-write on its state word (`std` only: it needs thread-locals).
+//!
+//! One thread-local word: the header of the task being polled, with bit 0 set once that task
+//! woke itself by reference. `raw::run` saves the old word and installs its task before the
+//! poll, and restores the old word after it (polls nest when a task helps in a blocking `join`:
+//! the inner poll has its own word, and the outer one gets its own back). `wake_by_ref` on the
+//! task in the word sets bit 0 and returns; `after_pending` treats that bit as `NOTIFIED`.
+//!
+//! Why this is enough: the word names the task only while this thread holds its `RUNNING`
+//! (between the `fetch_xor` that claims it and `after_pending`), and only this thread reads or
+//! writes the word, so the poller sees the bit in program order; no other thread needs to see a
+//! wake that the poller itself acts on. Wakes from other threads, and by value, still go through
+//! the state word (`NOTIFIED`). A task header is 8-byte aligned, so bit 0 is free.
+
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+use super::raw::Header;
+
+std::thread_local! {
+    static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+
+const SELF_WOKEN: usize = 1;
+
+/// The word to restore after the poll of `header`, which is installed now.
+#[inline]
+pub(super) fn enter(header: NonNull<Header>) -> usize {
+    POLLING.with(|w| w.replace(header.as_ptr() as usize))
+}
+
+/// Ends the poll `enter` began (restoring `saved`); whether the task woke itself meanwhile.
+#[inline]
+pub(super) fn exit(saved: usize) -> bool {
+    POLLING.with(|w| w.replace(saved)) & SELF_WOKEN != 0
+}
+
+/// If `header` is the task this thread is polling, records its self-wake and returns true.
+#[inline]
+pub(super) fn wake_self(header: NonNull<Header>) -> bool {
+    POLLING
+        .try_with(|w| {
+            let word = w.get();
+            if word & !SELF_WOKEN == header.as_ptr() as usize {
+                w.set(word | SELF_WOKEN);
+                return true;
+            }
+            false
+        })
+        .unwrap_or(false)
+}
