@@ -272,11 +272,16 @@ impl BlockingTask {
 ///
 /// let pool = BlockingPool::new(BlockingConfig { keep_alive: Duration::from_millis(1), ..Default::default() }).unwrap();
 /// pool.spawn_blocking(|| ()).unwrap().join().unwrap();
-/// while pool.metrics().threads > 0 {
-///     std::thread::sleep(Duration::from_millis(1)); // idle threads leave after the keep-alive
-/// }
-/// let m = pool.metrics();
-/// assert_eq!(m.threads_spawned, m.threads_exited);
+/// // Idle threads leave after the keep-alive. Each field is read on its own, so a thread on
+/// // its way out may already be gone from `threads` but not yet counted in `threads_exited`.
+/// let m = loop {
+///     let m = pool.metrics();
+///     if m.threads == 0 && m.threads_exited == m.threads_spawned {
+///         break m;
+///     }
+///     std::thread::sleep(Duration::from_millis(1));
+/// };
+/// assert_eq!((m.tasks_run, m.queue_depth), (1, 0));
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
