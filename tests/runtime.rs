@@ -777,3 +777,82 @@ fn self_wakes_in_nested_polls() {
         assert_eq!(total, rounds * (rounds - 1) / 2);
     });
 }
+
+/// Tasks that yield forever sit in the queues still `RUNNING` (the self-wake re-queue) when the
+/// pool shuts down: each is cancelled exactly once, its future dropped once, and its
+/// `JoinHandle` says so.
+#[test]
+fn shutdown_cancels_tasks_requeued_by_their_own_yield() {
+    let _g = common::shared();
+    watchdog("shutdown_with_yielders", watchdog_secs(10), |_| {
+        let pool = pool(2);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let n = scaled_min(64, 4);
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                let (d, p) = (DropCount(drops.clone()), polls.clone());
+                pool.spawn_future(async move {
+                    let _d = d;
+                    loop {
+                        p.fetch_add(1, Ordering::Relaxed);
+                        yield_now().await;
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        wait_until("every task yielded", || polls.load(Ordering::Relaxed) > 4 * n);
+        drop(Arc::into_inner(pool).unwrap());
+        assert_eq!(drops.load(Ordering::Acquire), n, "every future dropped once");
+        for h in handles {
+            assert!(h.join().unwrap_err().is_cancelled());
+        }
+    });
+}
+
+/// A task that mostly wakes itself (re-queued without leaving `RUNNING`) while another thread
+/// wakes it too and publishes a value before each wake: no wake is lost (the task sees every
+/// value), and the task finishes.
+#[test]
+fn external_wakes_racing_self_wakes() {
+    let _g = common::shared();
+    watchdog("external_wakes_racing_self_wakes", watchdog_secs(15), |progress| {
+        let pool = pool(2);
+        let rounds = scaled_min(20_000, 50);
+        let published = Arc::new(AtomicUsize::new(0));
+        progress.track_value("published", &published);
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::default();
+        let (p, s) = (published.clone(), stash.clone());
+        let mut seen = 0;
+        let mut spins = 0usize;
+        let h = pool
+            .spawn_future(std::future::poll_fn(move |cx| {
+                let now = p.load(Ordering::Acquire);
+                assert!(now >= seen);
+                seen = now;
+                if seen == rounds {
+                    return Poll::Ready(seen);
+                }
+                *s.lock().unwrap() = Some(cx.waker().clone());
+                spins += 1;
+                if spins % 4 != 0 {
+                    // Mostly a yield; every fourth poll waits for the other thread's wake.
+                    cx.waker().wake_by_ref();
+                }
+                Poll::Pending
+            }))
+            .unwrap();
+        for i in 1..=rounds {
+            let w = loop {
+                if let Some(w) = stash.lock().unwrap().take() {
+                    break w;
+                }
+                std::thread::yield_now();
+            };
+            published.store(i, Ordering::Release);
+            w.wake();
+        }
+        assert_eq!(h.join().unwrap(), rounds);
+    });
+}

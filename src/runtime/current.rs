@@ -6,10 +6,11 @@
 //! woke itself by reference. `raw::run` saves the old word and installs its task before the
 //! poll, and restores the old word after it (polls nest when a task helps in a blocking `join`:
 //! the inner poll has its own word, and the outer one gets its own back). `wake_by_ref` on the
-//! task in the word sets bit 0 and returns; `after_pending` treats that bit as `NOTIFIED`.
+//! task in the word sets bit 0 and returns; `after_pending` then re-queues the task (still
+//! `RUNNING`, with no RMW: see `raw.rs`).
 //!
 //! Why this is enough: the word names the task only while this thread holds its `RUNNING`
-//! (between the `fetch_xor` that claims it and `after_pending`), and only this thread reads or
+//! (between `run`, which claims it, and `after_pending`), and only this thread reads or
 //! writes the word, so the poller sees the bit in program order; no other thread needs to see a
 //! wake that the poller itself acts on. Wakes from other threads, and by value, still go through
 //! the state word (`NOTIFIED`). A task header is 8-byte aligned, so bit 0 is free.

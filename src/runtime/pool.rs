@@ -243,7 +243,8 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
         // SAFETY: the task holds a reference on `Inner`.
         let pool = unsafe { Self::pool(sched) };
         // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
-        // us), and alive until its callback runs (the queue's reference).
+        // us, or our poll holds RUNNING and re-queues it), and alive until its callback runs
+        // (the queue's reference).
         let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.requeue(task) } };
         result.map_err(drop)
     }

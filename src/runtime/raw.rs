@@ -24,8 +24,11 @@
 //!   RUNNING then reads stale data, and the wake is lost.
 //! * The exception (`std`): a task that wakes itself by reference on the thread that is polling
 //!   it sets a bit in a thread-local instead (`current.rs`). The only reader is that same thread,
-//!   after the poll, in program order: nothing needs publishing, and `after_pending`'s CAS then
-//!   re-queues the task as if NOTIFIED were set.
+//!   after the poll, in program order: nothing needs publishing. `after_pending` then re-queues
+//!   the task without touching the word (it stays `RUNNING`; `run` sees that with a load and
+//!   skips its `fetch_xor`), unless the word shows a wake or an abort from another thread,
+//!   which take the CAS path. The queue's Release push and Acquire pop/steal carry the
+//!   future's state to the next poller.
 //! * Starting a poll is Acquire (sees the waker's data and the previous poll's writes to the
 //!   future); ending a poll is AcqRel (Release publishes the future's new state to whoever polls,
 //!   cancels or frees it next).
@@ -63,7 +66,8 @@ pub(crate) unsafe trait Schedule: 'static {
     /// false: re-queued by its own poll (goes to the back, so others run first).
     ///
     /// # Safety
-    /// `task` is a task header with `SCHEDULED` set and a reference held for the queue.
+    /// `task` is a task header with `SCHEDULED` (or, re-queued by its own poll, `RUNNING`) set
+    /// and a reference held for the queue.
     unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()>;
     /// Whether the scheduler is shutting down: a task about to be polled is cancelled instead.
     ///
@@ -296,11 +300,13 @@ unsafe fn submit(header: NonNull<Header>, lifo: bool) {
 
 /// `submit` for a task re-queued by its own poll (`after_pending`), where the types are known:
 /// the scheduler is called directly instead of through the vtable (the yield path).
+/// `running`: the task goes back still holding `RUNNING` (the self-wake path), not `SCHEDULED`.
 ///
 /// # Safety
-/// As `submit`; `header` is a `Cell<F, Sch>`.
+/// As `submit`, with `RUNNING` instead of `SCHEDULED` when `running`; `header` is a
+/// `Cell<F, Sch>`.
 #[inline]
-unsafe fn submit_requeue<F, Sch>(header: NonNull<Header>)
+unsafe fn submit_requeue<F, Sch>(header: NonNull<Header>, running: bool)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -308,8 +314,13 @@ where
 {
     // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
     if unsafe { Sch::schedule(header.as_ref().sched, Header::task(header), false) }.is_err() {
-        // SAFETY: refused, so SCHEDULED and the reference are still ours.
-        unsafe { cancel_scheduled::<F, Sch>(header) };
+        if running {
+            // SAFETY: refused, so RUNNING and the reference are still ours.
+            unsafe { cancel_running::<F, Sch>(header, true) };
+        } else {
+            // SAFETY: refused, so SCHEDULED and the reference are still ours.
+            unsafe { cancel_scheduled::<F, Sch>(header) };
+        }
     }
 }
 
@@ -331,12 +342,25 @@ where
     let header = unsafe { NonNull::new_unchecked(task.cast::<Header>()) };
     // SAFETY: the queue's reference (now ours) keeps it alive.
     let h = unsafe { header.as_ref() };
-    // SCHEDULED -> RUNNING in one RMW (a queued task is never running, so xor flips both).
-    // Acquire: the wake that queued us (Release) and the previous poll's end (Release) happen
-    // before this poll.
-    let prev = State(h.state.fetch_xor(State::SCHEDULED | State::RUNNING, Ordering::Acquire));
+    // A queued task is SCHEDULED, or RUNNING if its own poll re-queued it without leaving
+    // RUNNING (`after_pending`'s self-wake path). Nobody else can set or clear either bit while
+    // the task is queued (only the queue's holder owns them; `abort` claims RUNNING only on an
+    // idle task), so one Relaxed load tells them apart. It costs no extra cache traffic: the
+    // worker just read this line for the callback.
+    let seen = h.load(Ordering::Relaxed);
+    let prev = if seen.is_running() {
+        // Still ours from the poll that re-queued us: no RMW. The previous poll's writes to
+        // the future reached us through the queue (program order, or the steal's Acquire). A
+        // wake from another thread since then left NOTIFIED, which `after_pending` acts on.
+        seen
+    } else {
+        // SCHEDULED -> RUNNING in one RMW (a queued task is never running, so xor flips both).
+        // Acquire: the wake that queued us (Release) and the previous poll's end (Release)
+        // happen before this poll.
+        State(h.state.fetch_xor(State::SCHEDULED | State::RUNNING, Ordering::Acquire))
+    };
     prev.debug_check();
-    debug_assert!(prev.is_scheduled() && !prev.is_running() && !prev.is_complete(), "run on {prev:?}");
+    debug_assert!(prev.is_scheduled() != prev.is_running() && !prev.is_complete(), "run on {prev:?}");
     // SAFETY: the scheduler outlives its tasks. (The poll is counted by the worker that runs
     // the task: `Stats::polled`.)
     if prev.is_cancelled() || unsafe { Sch::is_closed(h.sched) } {
@@ -405,6 +429,17 @@ where
     // SAFETY: our reference keeps it alive.
     let h = unsafe { header.as_ref() };
     let mut s = h.load(Ordering::Relaxed);
+    if self_woken && s.0 & (State::NOTIFIED | State::CANCELLED) == 0 {
+        // The yield path: the task woke itself and nobody else has touched the word. Re-queue
+        // it still RUNNING, with no RMW here and none when it is next dequeued (`run`). The
+        // queue's push (Release) and pop or steal (Acquire) carry the future's state to the
+        // next poller. A wake or `abort` from another thread racing this load sets NOTIFIED /
+        // CANCELLED on a RUNNING task; the next poll's `run` or `after_pending` acts on it, as
+        // it would have if it had come during this poll.
+        // SAFETY: RUNNING and the queue's reference pass to the queue.
+        unsafe { submit_requeue::<F, Sch>(header, true) };
+        return;
+    }
     loop {
         s.debug_check();
         debug_assert!(s.is_running());
@@ -427,7 +462,7 @@ where
             Ok(_) => {
                 if requeue {
                     // SAFETY: SCHEDULED and the reference are ours to hand over.
-                    unsafe { submit_requeue::<F, Sch>(header) };
+                    unsafe { submit_requeue::<F, Sch>(header, false) };
                 } else if new.refs() == 0 {
                     // Nobody can wake it and nobody waits for it: free it (drops the future).
                     // SAFETY: that was the last reference.

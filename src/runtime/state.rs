@@ -13,6 +13,9 @@
 //!   holds one reference. Set by the one wake that finds the task idle (so a task is queued at
 //!   most once however many times it is woken); cleared when a worker starts running it.
 //! * `RUNNING`: a thread owns the future: it is polling it, or cancelling it. Exclusive.
+//!   A task that woke itself during its poll (a `yield_now`) goes back to the queue still
+//!   `RUNNING`, not `SCHEDULED` (the queue then holds `RUNNING` and the reference), so a yield
+//!   costs no RMW on this word; wakes from other threads meanwhile set `NOTIFIED` (`raw.rs`).
 //! * `NOTIFIED`: woken while `RUNNING`; the poller re-queues the task when the poll returns
 //!   `Pending` (at the back of the queue: a task that wakes itself does not run again first).
 //! * `COMPLETE`: the future is gone; the output (or the `JoinError`) is in the task. Final.
