@@ -6,8 +6,8 @@
  *     task; task with NULL callback; submit_to NULL pool; batch with NULL first; shutdown
  *     NULL; destroy NULL (no-op); pool_config_init(NULL) (no-op);
  *   - out-of-range config: max_threads 1000000 / 16384 / SIZE_MAX, stack_size 1 / 16383 /
- *     above 1 GiB / SIZE_MAX (and the boundary values that are accepted); *out untouched
- *     on error;
+ *     above 1 GiB / SIZE_MAX, idle_spins above POOL_MAX_IDLE_SPINS (and the boundary values
+ *     that are accepted); *out untouched on error;
  *   - submit / submit_batch after pool_shutdown -> POOL_ERR_SHUTDOWN, the task not run;
  *     shutdown twice -> POOL_ERR_SHUTDOWN;
  *   - pool_shutdown from one of the pool's own tasks -> POOL_ERR_INVALID, pool_destroy from
@@ -63,7 +63,8 @@ static int counted_ran(void *ctx)
 }
 
 /* Creates a pool with `cfg`; expects `want`. On error, *out must be left as it was. */
-static void try_create(size_t max_threads, size_t stack_size, int want, const char *what)
+static void try_create_spins(size_t max_threads, size_t stack_size, uint32_t idle_spins, int want,
+                             const char *what)
 {
     struct pool_config cfg;
     struct pool *sentinel = (struct pool *)(void *)&cfg; /* any recognisable non-NULL value */
@@ -73,6 +74,7 @@ static void try_create(size_t max_threads, size_t stack_size, int want, const ch
     pool_config_init(&cfg);
     cfg.max_threads = max_threads;
     cfg.stack_size = stack_size;
+    cfg.idle_spins = idle_spins;
     rc = pool_create(&cfg, &p);
     CHECK_STATUS(rc, want, what);
     if (rc != POOL_OK) {
@@ -84,6 +86,11 @@ static void try_create(size_t max_threads, size_t stack_size, int want, const ch
         if (p != NULL && p != sentinel)
             pool_destroy(p);
     }
+}
+
+static void try_create(size_t max_threads, size_t stack_size, int want, const char *what)
+{
+    try_create_spins(max_threads, stack_size, POOL_DEFAULT_IDLE_SPINS, want, what);
 }
 
 /* ---- calls made from inside a pool task ---- */
@@ -143,6 +150,8 @@ int main(void)
 
     CHECK_STATUS(pool_create(NULL, NULL), POOL_ERR_INVALID, "pool_create(NULL, NULL)");
     pool_config_init(&cfg);
+    CHECK(cfg.max_threads == 0 && cfg.stack_size == 0 && cfg.idle_spins == POOL_DEFAULT_IDLE_SPINS,
+          "pool_config_init fills the defaults");
     CHECK_STATUS(pool_create(&cfg, NULL), POOL_ERR_INVALID, "pool_create(&config, NULL)");
     rc = pool_create(NULL, &pool);
     CHECK_STATUS(rc, POOL_OK, "pool_create(NULL config, &pool)");
@@ -163,6 +172,10 @@ int main(void)
     try_create(2, 16384, POOL_OK, "pool_create(stack_size=16384, the minimum)");
     try_create(2, (size_t)1 << 30, POOL_OK, "pool_create(stack_size=1 GiB, the maximum)");
     try_create(1, 0, POOL_OK, "pool_create(max_threads=1)");
+    try_create_spins(2, 0, 0, POOL_OK, "pool_create(idle_spins=0, no spin)");
+    try_create_spins(2, 0, POOL_MAX_IDLE_SPINS, POOL_OK, "pool_create(idle_spins=POOL_MAX_IDLE_SPINS)");
+    try_create_spins(2, 0, POOL_MAX_IDLE_SPINS + 1, POOL_ERR_INVALID, "pool_create(idle_spins=POOL_MAX_IDLE_SPINS + 1)");
+    try_create_spins(2, 0, UINT32_MAX, POOL_ERR_INVALID, "pool_create(idle_spins=UINT32_MAX)");
 
     /* ---- NULL task, NULL callback, NULL pool ---- */
     null_cb.next = NULL;

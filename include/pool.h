@@ -38,6 +38,16 @@
 #define POOL_MAX_THREADS ((1 << 14) - 1)
 
 /**
+ * `pool_config.idle_spins` as `pool_config_init` sets it.
+ */
+#define POOL_DEFAULT_IDLE_SPINS 256
+
+/**
+ * The largest `pool_config.idle_spins` that `pool_create` accepts.
+ */
+#define POOL_MAX_IDLE_SPINS 1048576
+
+/**
  * Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
  * started (instead of calling its `cancel` callback).
  */
@@ -125,6 +135,13 @@ struct pool_config {
    * 16384 and at most 1 GiB.
    */
   size_t stack_size;
+  /**
+   * Rounds an idle worker watches for new work from outside the pool before it sleeps
+   * (a short spin that saves both sides a system call when work comes soon after).
+   * `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
+   * POOL_MAX_IDLE_SPINS.
+   */
+  uint32_t idle_spins;
 };
 
 /**
@@ -361,7 +378,8 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `config` with the defaults (all zero: CPUs available, default stack). NULL: no-op.
+ * Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS).
+ * NULL: no-op.
  */
 void pool_config_init(struct pool_config *config);
 

@@ -102,6 +102,29 @@ fn sync_notify_racing_wait() {
 }
 
 #[test]
+fn sync_spinning_worker_takes_the_wake() {
+    // Interleaving: as `sync_notify_racing_wait`, but the worker spins (two rounds) before it
+    // parks (`Config::idle_spins`). It is counted idle without an idle-map bit, so the notify
+    // for task 1 sees `spinning > 0` and unparks nobody, trusting the spinner: either it sees
+    // `notified` with the injector non-empty during its spin, or its spin ends first and its
+    // `park` sees `notified` (the spinner's decrement and the notifier's `Sync` update are the
+    // Dekker pair's writes, the SeqCst fences in `park` and `wake_one` its fences).
+    model("sync_spinning_worker_takes_the_wake", || {
+        let jobs = jobs(2);
+        let pool =
+            ThreadPool::with_spawner(Config { max_threads: 1, idle_spins: 2, ..Config::default() }, LoomSpawner::new())
+                .unwrap();
+        submit(&pool, &jobs[0]).unwrap();
+        spin_until_ran(&pool, &jobs[0]);
+        submit(&pool, &jobs[1]).unwrap();
+        spin_until_ran(&pool, &jobs[1]);
+        pool.shutdown().unwrap();
+        assert_eq!((runs(&jobs[0]), runs(&jobs[1])), (1, 1));
+        assert_all_joined(&pool);
+    });
+}
+
+#[test]
 fn sync_waking_handoff() {
     // Interleaving: two submits in a row on a pool of 2. The first spawns worker 1
     // (`Signaled`); the second finds `Signaled` and only sets `notified` (throttled: no

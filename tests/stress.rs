@@ -158,10 +158,15 @@ fn submit_racing_shutdown_condvar_parker() {
 // ---------------------------------------------------------------------------------------------
 // Both parkers under the external and internal load
 
+/// Once with the default spin before parking, once with none (`idle_spins = 0`: every idle
+/// worker goes straight to its parker) and once with a long one.
 fn mixed_load<S: Spawner>(p: &Progress, make: &dyn Fn() -> S, max_threads: usize, per_producer: usize, depth: u32) {
-    external_producers(p, ThreadPool::with_spawner(config(max_threads), make()).unwrap(), 2, per_producer, "2 producers");
-    let pool = ThreadPool::with_spawner(config(max_threads), make()).unwrap();
-    tree(p, pool, depth, TreeMode::Single, false);
+    for idle_spins in [pool::DEFAULT_IDLE_SPINS, 0, 4096] {
+        let config = Config { idle_spins, ..config(max_threads) };
+        external_producers(p, ThreadPool::with_spawner(config, make()).unwrap(), 2, per_producer, "2 producers");
+        let pool = ThreadPool::with_spawner(config, make()).unwrap();
+        tree(p, pool, depth, TreeMode::Single, false);
+    }
 }
 
 #[test]

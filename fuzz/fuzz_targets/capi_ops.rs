@@ -53,7 +53,7 @@ use pool::capi::{
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
     pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_status, pool_status_str, pool_submit,
     pool_stats, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
-    PoolLatch, POOL_BLOCKING_MANDATORY, POOL_LATCH_WORDS,
+    PoolLatch, POOL_BLOCKING_MANDATORY, POOL_DEFAULT_IDLE_SPINS, POOL_LATCH_WORDS, POOL_MAX_IDLE_SPINS,
 };
 use pool::capi::pool_stats as PoolStats;
 
@@ -516,10 +516,10 @@ impl Driver {
     }
 
     fn pool_config(&self, inp: &mut Input, live: bool) -> (PoolConfig, bool) {
-        let mut cfg = PoolConfig { max_threads: 7, stack_size: 7 };
+        let mut cfg = PoolConfig { max_threads: 7, stack_size: 7, idle_spins: 7 };
         pool_config_init(&mut cfg);
-        if cfg.max_threads != 0 || cfg.stack_size != 0 {
-            fail!("pool_config_init left {cfg:?}, want all zero");
+        if cfg.max_threads != 0 || cfg.stack_size != 0 || cfg.idle_spins != POOL_DEFAULT_IDLE_SPINS {
+            fail!("pool_config_init left {cfg:?}, want the defaults");
         }
         // Live pools stay small (the CPUs, or 1 to 4 threads) with stacks big enough for the
         // callbacks under ASan; the probes (no thread ever starts) cover the range edges.
@@ -533,8 +533,16 @@ impl Driver {
         };
         cfg.max_threads = inp.pick(threads);
         cfg.stack_size = inp.pick(stacks);
+        // Live pools spin briefly or not at all; the probes cover the range edges.
+        let spins: &[u32] = if live {
+            &[POOL_DEFAULT_IDLE_SPINS, POOL_DEFAULT_IDLE_SPINS, 0, 1, POOL_MAX_IDLE_SPINS + 1]
+        } else {
+            &[0, POOL_MAX_IDLE_SPINS, POOL_MAX_IDLE_SPINS + 1, u32::MAX]
+        };
+        cfg.idle_spins = inp.pick(spins);
         let valid = cfg.max_threads <= POOL_MAX_THREADS
-            && (cfg.stack_size == 0 || (MIN_STACK..=MAX_STACK).contains(&cfg.stack_size));
+            && (cfg.stack_size == 0 || (MIN_STACK..=MAX_STACK).contains(&cfg.stack_size))
+            && cfg.idle_spins <= POOL_MAX_IDLE_SPINS;
         (cfg, valid)
     }
 
@@ -897,7 +905,7 @@ impl Driver {
     fn op_null(&mut self, inp: &mut Input) {
         let live = self.slots.iter().flatten().next().map(|s| s.pool);
         let mut latch = PoolLatch { opaque: [0; POOL_LATCH_WORDS] };
-        let cfg = PoolConfig { max_threads: 0, stack_size: 0 };
+        let cfg = PoolConfig { max_threads: 0, stack_size: 0, idle_spins: 0 };
         let mut out = ptr::dangling_mut::<Pool>();
         let mut task = CTask { next: null_mut(), callback: None };
         let mut metrics = pool_blocking_metrics::default();

@@ -90,7 +90,19 @@ pub struct PoolConfig {
     /// Stack size of each worker thread in bytes; 0 = the system default, otherwise at least
     /// 16384 and at most 1 GiB.
     pub stack_size: usize,
+    /// Rounds an idle worker watches for new work from outside the pool before it sleeps
+    /// (a short spin that saves both sides a system call when work comes soon after).
+    /// `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
+    /// POOL_MAX_IDLE_SPINS.
+    pub idle_spins: u32,
 }
+
+/// `pool_config.idle_spins` as `pool_config_init` sets it.
+pub const POOL_DEFAULT_IDLE_SPINS: u32 = 256;
+/// The largest `pool_config.idle_spins` that `pool_create` accepts.
+pub const POOL_MAX_IDLE_SPINS: u32 = 1048576;
+static_assertions::const_assert_eq!(POOL_DEFAULT_IDLE_SPINS, crate::DEFAULT_IDLE_SPINS);
+static_assertions::const_assert_eq!(POOL_MAX_IDLE_SPINS, crate::MAX_IDLE_SPINS);
 
 /// An opaque pool created by `pool_create` and freed by `pool_destroy`.
 #[derive(Debug)]
@@ -169,13 +181,18 @@ fn checked_batch(first: *mut CTask) -> Option<Batch> {
     Some(batch)
 }
 
-/// Fills `config` with the defaults (all zero: CPUs available, default stack). NULL: no-op.
+/// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS).
+/// NULL: no-op.
 #[no_mangle]
 pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
     if let Some(config) = NonNull::new(config) {
         // SAFETY: non-null; the caller passes a writable `struct pool_config`.
-        unsafe { config.as_ptr().write(PoolConfig { max_threads: 0, stack_size: 0 }) };
+        unsafe { config.as_ptr().write(PoolConfig::DEFAULT) };
     }
+}
+
+impl PoolConfig {
+    const DEFAULT: Self = Self { max_threads: 0, stack_size: 0, idle_spins: POOL_DEFAULT_IDLE_SPINS };
 }
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
@@ -192,14 +209,15 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     let config = match NonNull::new(config.cast_mut()) {
         // SAFETY: non-null; the caller passes a readable `struct pool_config`.
         Some(c) => unsafe { c.as_ptr().read() },
-        None => PoolConfig { max_threads: 0, stack_size: 0 },
+        None => PoolConfig::DEFAULT,
     };
     if config.max_threads > MAX_THREADS
         || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
+        || config.idle_spins > POOL_MAX_IDLE_SPINS
     {
         return POOL_ERR_INVALID;
     }
-    let config = Config { max_threads: config.max_threads, stack_size: config.stack_size };
+    let config = Config { max_threads: config.max_threads, stack_size: config.stack_size, idle_spins: config.idle_spins };
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
             // SAFETY: non-null; the caller passes a writable `struct pool *`.

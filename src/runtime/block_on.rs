@@ -13,10 +13,22 @@
 //! unless its CAS from IDLE to PARKED succeeded, so a wake cannot fall between its check and
 //! its sleep (the parker keeps the token of an `unpark` that comes before `park`).
 //!
-//! Before parking, the poller may spin for [`BLOCK_ON_SPINS`] iterations. Measured with
-//! `examples/async_bench.rs` (spawn_await, 2 workers, on a 2-core machine): 0 spins ~2.3 µs per
-//! round trip, 256 spins ~3.3 µs, 4096 spins 5-15 µs: the spinning thread takes the core the
-//! worker needs. So it is 0 (park at once); revisit on machines with spare cores.
+//! Before parking, the poller spins for [`BLOCK_ON_SPINS`] rounds (~2 µs where a spin-loop hint
+//! takes ~30 ns). With the workers' own idle spin (`Config::idle_spins`), a `block_on` that
+//! awaits a task it just spawned then costs neither side a system call: the worker that was
+//! still spinning takes the task, and the result lands while this thread still spins.
+//! Measured with `examples/async_bench.rs` (spawn_await, 2 workers, 2-core VM where a futex
+//! wake-up takes 20-30 µs to land), median µs per round trip:
+//!
+//! | block_on spins \ worker idle spins | 0 | 128 | 256 | 1000 |
+//! |---|--:|--:|--:|--:|
+//! | 0 | 59.5 | | | 1.3 |
+//! | 64 | | | 0.46 | |
+//! | 128 | | 2.5 | 0.82 | 0.84 |
+//! | 1000 | 2.3 | | | 0.56 |
+//!
+//! Longer spins here win nothing more and take the core a worker may need (on an earlier
+//! 2-core machine with fast wake-ups, 4096 spins made the round trip 5-15 µs): 64.
 
 use core::future::Future;
 use core::pin::pin;
@@ -30,7 +42,7 @@ use crate::scheduler::ThreadPool;
 use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 
 /// Spin iterations before parking in `block_on` (see the module docs for the measurement).
-pub(crate) const BLOCK_ON_SPINS: u32 = 0;
+pub(crate) const BLOCK_ON_SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 const IDLE: u32 = 0;
 const NOTIFIED: u32 = 1;

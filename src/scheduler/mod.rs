@@ -48,8 +48,8 @@ use worker::Worker;
 /// let pool = pool::ThreadPool::new(config).unwrap();
 /// assert_eq!(pool.max_threads(), 2);
 /// # }
-/// // The default: one thread per CPU, the platform's stack size.
-/// assert_eq!(Config::default(), Config { max_threads: 0, stack_size: 0 });
+/// // The default: one thread per CPU, the platform's stack size, a short spin before sleeping.
+/// assert_eq!(Config::default(), Config { max_threads: 0, stack_size: 0, idle_spins: pool::DEFAULT_IDLE_SPINS });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -58,11 +58,26 @@ pub struct Config {
     pub max_threads: usize,
     /// Stack size of each thread in bytes; 0 means the platform default.
     pub stack_size: usize,
+    /// Rounds (one load and one spin-loop hint each) an idle worker watches for new work from
+    /// outside the pool before it sleeps, so that a submit soon after costs neither side a
+    /// system call (`scheduler/README.md`, "Idle means idle"); 0 sleeps at once. At most
+    /// [`MAX_IDLE_SPINS`](crate::MAX_IDLE_SPINS); default
+    /// [`DEFAULT_IDLE_SPINS`](crate::DEFAULT_IDLE_SPINS).
+    pub idle_spins: u32,
 }
+
+/// [`Config::idle_spins`]'s default: 256 rounds, about 7 µs on the machine it was measured on
+/// (a spin-loop hint takes ~30 ns there; `scheduler/README.md` has the figures). 0 under loom,
+/// where spinning would multiply every model's interleavings; the spin phase has a model of
+/// its own that asks for it (`tests/loom_sync.rs`).
+pub const DEFAULT_IDLE_SPINS: u32 = if cfg!(loom) { 0 } else { 256 };
+
+/// The most [`Config::idle_spins`] a pool accepts (more is refused as an invalid argument).
+pub const MAX_IDLE_SPINS: u32 = 1 << 20;
 
 impl Default for Config {
     fn default() -> Self {
-        Self { max_threads: 0, stack_size: 0 }
+        Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS }
     }
 }
 
@@ -163,6 +178,11 @@ pub(crate) struct Inner<S: Spawner> {
     worker_table: Box<[AtomicPtr<Worker<S>>]>,
     /// One bit per worker index: set while the worker is parking.
     idle_map: Box<[AtomicUsize]>,
+    /// Idle workers in their spin phase (counted in `idle`, not yet in `idle_map`): a notify
+    /// that sees one leaves the wake to it instead of unparking a sleeper (`sleep.rs`).
+    spinning: AtomicUsize,
+    /// Rounds an idle worker watches `Sync` before it parks (`Config::idle_spins`).
+    idle_spins: u32,
     /// Next worker index to hand out.
     next_index: AtomicUsize,
     max_threads: u32,
@@ -258,6 +278,9 @@ impl<S: Spawner> ThreadPool<S> {
             n if n <= MAX_THREADS => n,
             _ => return Err(Error::InvalidArgument),
         };
+        if config.idle_spins > MAX_IDLE_SPINS {
+            return Err(Error::InvalidArgument);
+        }
         let words = max_threads.div_ceil(usize::BITS as usize);
         let inner = Box::new(Inner {
             sync: CachePadded(AtomicU32::new(Sync::default().0)),
@@ -265,6 +288,8 @@ impl<S: Spawner> ThreadPool<S> {
             workers: AtomicPtr::new(ptr::null_mut()),
             worker_table: (0..max_threads).map(|_| AtomicPtr::new(ptr::null_mut())).collect::<Vec<_>>().into_boxed_slice(),
             idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
+            spinning: AtomicUsize::new(0),
+            idle_spins: config.idle_spins,
             next_index: AtomicUsize::new(0),
             max_threads: max_threads as u32,
             stack_size: config.stack_size,

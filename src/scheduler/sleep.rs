@@ -12,13 +12,17 @@
 //!   then (SeqCst fence) re-reads `Sync`; a notifier updates `Sync`, then (SeqCst fence) reads
 //!   the idle map. At least one of them sees the other: either the worker sees `notified` and
 //!   does not sleep, or the notifier sees the bit and unparks it.
+//! * **Spin before sleeping**: an idle worker first watches `Sync` for `idle_spins` rounds,
+//!   counted in `spinning` instead of the idle map; a notifier that sees a spinner unparks
+//!   nobody (the same Dekker pair covers the hand-over). Only work in the injector ends a spin
+//!   early (README, "Idle means idle").
 
 use core::ptr::NonNull;
 
 use super::worker::Worker;
 use super::Inner;
 use crate::platform::{Parker, Spawner};
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, spin_hint, Ordering};
 use crate::sync_word::{State, Sync};
 
 /// `wait` found the pool shutting down.
@@ -149,8 +153,16 @@ impl<S: Spawner> Inner<S> {
     /// Unparks one worker whose bit is set in the idle map (see the module's Dekker note).
     #[cold]
     fn wake_one(&self) {
-        // Pairs with the fence in `park`: our `Sync` update above vs. its idle-map bit.
+        // Pairs with the fence in `park`: our `Sync` update above vs. its idle-map bit (and
+        // vs. its `spinning` decrement).
         fence(Ordering::SeqCst);
+        if self.spinning.load(Ordering::Relaxed) > 0 {
+            // A worker is in its spin phase, watching `Sync`: it will consume our `notified`
+            // within a few rounds, with no system call on either side. If it has just left
+            // the spin (its decrement is not visible to us), the fence pair makes its `park`
+            // see `notified` and not sleep.
+            return;
+        }
         for (word_index, word) in self.idle_map.iter().enumerate() {
             let mut bits = word.load(Ordering::Relaxed);
             while bits != 0 {
@@ -290,8 +302,39 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
+    /// The progressive phase: an idle worker (already counted in `idle`) watches `Sync` for
+    /// `idle_spins` rounds before it sleeps. Returns true if a notification, shutdown or `done`
+    /// showed up meanwhile (the caller re-reads `Sync` instead of parking).
+    #[inline]
+    fn spin(&self, is_done: &dyn Fn() -> bool) -> bool {
+        if self.idle_spins == 0 {
+            return false;
+        }
+        self.spinning.fetch_add(1, Ordering::Relaxed);
+        let mut seen = false;
+        for _ in 0..self.idle_spins {
+            let s = self.load_sync(Ordering::Relaxed);
+            // Only work from outside (the injector) ends the spin early. A notification for a
+            // busy worker's own queue waits until the spin is over (`park` then sees it and
+            // does not sleep): a thief that jumped on it at once would take a lone task its
+            // owner is about to run, and a serial chain of tasks would bounce between cores
+            // on every hop.
+            if (s.notified() && !self.injector.is_empty()) || s.state() == State::Shutdown || is_done() {
+                seen = true;
+                break;
+            }
+            spin_hint();
+        }
+        // Before `park`'s idle-map bit and fence (see `wake_one`).
+        self.spinning.fetch_sub(1, Ordering::Relaxed);
+        seen
+    }
+
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
     fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) {
+        if self.spin(is_done) {
+            return;
+        }
         let word = &self.idle_map[me.index / WORD_BITS];
         let mask = 1usize << (me.index % WORD_BITS);
         word.fetch_or(mask, Ordering::Relaxed);
