@@ -166,6 +166,49 @@ fn runtime_abort_vs_poll() {
 }
 
 #[test]
+fn runtime_self_requeue_vs_external_wake() {
+    // Interleaving: the first poll hands the waker out and wakes the task itself, so it goes
+    // back to the queue still RUNNING (no RMW on the state word; `raw::after_pending`). Another
+    // thread sets a flag and wakes the task through the handed-out waker: before the first poll
+    // ends (NOTIFIED while RUNNING, then the self-wake path must not take the no-RMW shortcut),
+    // while the task sits in the queue still RUNNING (NOTIFIED on a queued task: the second
+    // poll's end re-queues it), or after the second poll (idle: queued again). The second and
+    // later polls complete only once they see the flag, and never wake themselves: if the
+    // external wake were lost, the task would stay pending and `block_on` would deadlock.
+    model("runtime_self_requeue_vs_external_wake", || {
+        let q = ManualQueue::new();
+        let (polls, drops) = counters();
+        let flag = Arc::new(AtomicUsize::new(0));
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let (p, f, s, d) = (polls.clone(), flag.clone(), stash.clone(), DropCount(drops.clone()));
+        let h = spawn(&q, std::future::poll_fn(move |cx| {
+            let _keep = &d;
+            if p.fetch_add(1, Ordering::AcqRel) == 0 {
+                *s.lock().unwrap() = Some(cx.waker().clone());
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            if f.load(Ordering::Acquire) == 1 { Poll::Ready(7) } else { Poll::Pending }
+        }));
+        let q2 = q.clone();
+        let poller = thread::spawn(move || q2.run_all());
+        let waker = loop {
+            if let Some(w) = stash.lock().unwrap().take() {
+                break w;
+            }
+            thread::yield_now();
+        };
+        flag.store(1, Ordering::Release);
+        waker.wake();
+        poller.join().unwrap();
+        q.run_all();
+        assert_eq!(block_on(h).unwrap(), 7);
+        assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
 fn runtime_abort_idle_vs_wake() {
     // Interleaving: the task is idle with its waker handed out; one thread aborts (claims
     // RUNNING, drops the future on its own thread) while another wakes it (queues it, or finds

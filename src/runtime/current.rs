@@ -20,8 +20,16 @@ use core::ptr::NonNull;
 
 use super::raw::Header;
 
+#[cfg(not(loom))]
 std::thread_local! {
     static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+
+// Under loom the word is per loom thread, so the models in `tests/loom_runtime.rs` take the
+// self-wake path (and its re-queue without an RMW) like real threads do.
+#[cfg(loom)]
+loom::thread_local! {
+    static POLLING: Cell<usize> = Cell::new(0);
 }
 
 const SELF_WOKEN: usize = 1;

@@ -110,7 +110,7 @@
 //! `extern "C"`).
 
 mod block_on;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 mod current;
 mod join;
 mod pool;

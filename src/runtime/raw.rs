@@ -130,6 +130,14 @@ pub(crate) struct Header {
     join: UnsafeCell<Option<JoinWaiter>>,
 }
 
+// Issue 7's footprint target: an async task's header costs at most 64 B beyond its future
+// (Task 16 + state 8 + vtable 8 + scheduler 8 + join slot 24 on 64-bit targets; half on 32-bit).
+// Loom's atomics are bigger, so the check is off under loom.
+#[cfg(all(not(loom), target_pointer_width = "64"))]
+static_assertions::const_assert!(core::mem::size_of::<Header>() <= 64);
+#[cfg(all(not(loom), target_pointer_width = "32"))]
+static_assertions::const_assert!(core::mem::size_of::<Header>() <= 32);
+
 /// Where the future is in its life.
 enum Stage<F: Future> {
     Running(F),
@@ -375,7 +383,7 @@ where
     let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(header)) });
     let mut cx = Context::from_waker(&waker);
     // A self-wake by reference during the poll is recorded in a thread-local (`current.rs`).
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(feature = "std")]
     let saved = super::current::enter(header);
     let poll = catch(|| {
         // SAFETY: our reference keeps the cell alive.
@@ -388,9 +396,9 @@ where
             _ => unreachable!("polled a task that is not running"),
         })
     });
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(feature = "std")]
     let self_woken = super::current::exit(saved);
-    #[cfg(not(all(feature = "std", not(loom))))]
+    #[cfg(not(feature = "std"))]
     let self_woken = false;
     match poll {
         Ok(Poll::Pending) => {
@@ -670,7 +678,7 @@ unsafe fn waker_wake_by_ref(ptr: *const ()) {
     let header = unsafe { NonNull::new_unchecked(ptr.cast_mut().cast::<Header>()) };
     // The task wakes itself during its own poll on this thread: `after_pending` re-queues it,
     // no RMW on the state word (`current.rs`).
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(feature = "std")]
     if super::current::wake_self(header) {
         return;
     }
@@ -904,3 +912,4 @@ pub(crate) unsafe fn drop_join_handle(header: NonNull<Header>) {
         }
     }
 }
+
