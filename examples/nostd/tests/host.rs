@@ -210,3 +210,71 @@ fn create_and_shut_down_in_a_loop() {
         assert!(host.threads.lock().unwrap().is_empty(), "round {i}: every host thread joined");
     }
 }
+
+/// A one-shot event a future awaits: set a flag, wake the stored waker.
+#[derive(Default)]
+struct Event {
+    set: std::sync::atomic::AtomicBool,
+    waker: Mutex<Option<core::task::Waker>>,
+}
+
+impl Event {
+    fn fire(&self) {
+        self.set.store(true, Ordering::Release);
+        let waker = self.waker.lock().unwrap().take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    async fn wait(&self) {
+        core::future::poll_fn(|cx| {
+            if self.set.load(Ordering::Acquire) {
+                return core::task::Poll::Ready(());
+            }
+            *self.waker.lock().unwrap() = Some(cx.waker().clone());
+            // Re-check after registering: a fire in between took no waker (or the old one).
+            if self.set.load(Ordering::Acquire) { core::task::Poll::Ready(()) } else { core::task::Poll::Pending }
+        })
+        .await
+    }
+}
+
+/// Issue 5's "done" program on the `#![no_std]` build: 100,000 futures spawned on a pool whose
+/// threads and parker (`SpinParker`) come from the host, each firing its neighbour's event and
+/// awaiting its own, so they wake each other across the host's threads; `block_on` (on the
+/// host parker) awaits every `JoinHandle`.
+#[test]
+fn hundred_k_futures_wake_each_other() {
+    let _g = SERIAL.lock().unwrap();
+    const N: usize = 100_000;
+    let host = Host { limit: 64, ..Host::default() };
+    let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, HostSpawner::new(host_threads(&host, true)))
+        .unwrap();
+    let events: std::sync::Arc<Vec<Event>> = std::sync::Arc::new((0..N).map(|_| Event::default()).collect());
+    let started = Instant::now();
+    let total = pool.block_on(async {
+        let handles: Vec<_> = (0..N)
+            .map(|i| {
+                let events = events.clone();
+                pool.spawn_future(async move {
+                    events[(i + 1) % N].fire();
+                    events[i].wait().await;
+                    i as u64
+                })
+                .unwrap()
+            })
+            .collect();
+        let mut total = 0u64;
+        for h in handles {
+            total += h.await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, (N as u64) * (N as u64 - 1) / 2);
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert_eq!(OFF_HOST.load(Ordering::Relaxed), 0);
+    let stats = pool.runtime_stats();
+    assert_eq!(stats.spawned, N);
+    pool.shutdown().unwrap();
+}
