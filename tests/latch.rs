@@ -90,3 +90,48 @@ fn drop_last_handle_inside_own_task_does_not_free_in_use_state() {
     drop(p);
     rx.recv_timeout(Duration::from_secs(10)).expect("task ran");
 }
+
+/// A worker waiting for a signal (idle, in its spin phase: counted as the one to take the next
+/// notification) whose wait ends just as a task arrives from outside must take that task's
+/// notification with it and hand it on: the task below can only run on the other worker,
+/// because the waiting task, once its signal is set, blocks until that task has run. A
+/// notification left behind would leave the other worker asleep and the two tasks stuck.
+#[test]
+fn helper_leaving_its_wait_hands_on_a_pending_wake() {
+    // POOL_STRESS_SCALE shrinks it under the sanitizers (as the stress tests).
+    let scale: f64 = std::env::var("POOL_STRESS_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let rounds = if cfg!(miri) { 5 } else { ((2_000.0 * scale) as usize).max(5) };
+    watchdog(60, "helper_leaving_its_wait", move || {
+        for idle_spins in [pool::DEFAULT_IDLE_SPINS, 1, 0] {
+            let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, idle_spins, ..Config::default() }).unwrap());
+            for _ in 0..rounds {
+                let signal = Arc::new(pool::Signal::new());
+                let ran = Arc::new(AtomicUsize::new(0));
+                let waiting = Arc::new(AtomicUsize::new(0));
+                let done = Arc::new(AtomicUsize::new(0));
+                let (p, s, r, w, d) = (pool.clone(), signal.clone(), ran.clone(), waiting.clone(), done.clone());
+                pool.spawn(move || {
+                    w.store(1, Ordering::Release);
+                    p.wait_for(&s);
+                    // Blocks this worker (not a pool wait) until the other task ran elsewhere.
+                    while r.load(Ordering::Acquire) == 0 {
+                        std::hint::spin_loop();
+                    }
+                    d.store(1, Ordering::Release);
+                })
+                .unwrap();
+                while waiting.load(Ordering::Acquire) == 0 {
+                    std::hint::spin_loop();
+                }
+                let r = ran.clone();
+                pool.spawn(move || r.store(1, Ordering::Release)).unwrap();
+                // SAFETY: the only `set`; `signal` outlives the wait (the task holds a clone).
+                unsafe { signal.set() };
+                while done.load(Ordering::Acquire) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            pool.shutdown().unwrap();
+        }
+    });
+}

@@ -327,6 +327,14 @@ impl<S: Spawner> Inner<S> {
         }
         // Before `park`'s idle-map bit and fence (see `wake_one`).
         self.spinning.fetch_sub(1, Ordering::Relaxed);
+        if seen {
+            // Leaving early (for `done`, say) skips `park`'s fence, but a notifier may have
+            // counted on us (it saw `spinning > 0` and unparked nobody): this fence pairs with
+            // the one in `wake_one`, so the caller's re-read of `Sync` sees that notification,
+            // and `wait_or` consumes it, or hands it on when it leaves. Without it a worker
+            // leaving for `done` could strand a `Signaled` word with every other worker parked.
+            fence(Ordering::SeqCst);
+        }
         seen
     }
 
