@@ -80,6 +80,20 @@ fn assert_all_joined(pool: &ThreadPool<LoomSpawner>) {
     assert_eq!(pool.stats().threads, 0, "`spawned` in the Sync word is not back to 0");
 }
 
+/// One worker runs task 0, then task 1 is submitted as it goes to sleep (the two models
+/// below differ only in how the worker sleeps).
+fn submit_racing_sleep(pool: ThreadPool<LoomSpawner>) {
+    let jobs = jobs(2);
+    submit(&pool, &jobs[0]).unwrap();
+    spin_until_ran(&pool, &jobs[0]);
+    submit(&pool, &jobs[1]).unwrap();
+    spin_until_ran(&pool, &jobs[1]);
+    pool.shutdown().unwrap();
+    assert_eq!((runs(&jobs[0]), runs(&jobs[1])), (1, 1));
+    assert_all_joined(&pool);
+    assert_eq!(pool.spawner().spawned(), 1, "max_threads 1");
+}
+
 #[test]
 fn sync_notify_racing_wait() {
     // Interleaving: the only worker finished task 0 and is on its way to sleep (in `wait`:
@@ -87,18 +101,7 @@ fn sync_notify_racing_wait() {
     // pushes task 1 and notifies (`notified`, `Signaled`, SeqCst fence, scan the idle map,
     // unpark). Whatever the order, task 1 must run: the Dekker pair means the worker sees
     // `notified`, or the notifier sees its bit (README "Why no wake-up is lost", step 3).
-    model("sync_notify_racing_wait", || {
-        let jobs = jobs(2);
-        let pool = pool(1);
-        submit(&pool, &jobs[0]).unwrap();
-        spin_until_ran(&pool, &jobs[0]);
-        submit(&pool, &jobs[1]).unwrap();
-        spin_until_ran(&pool, &jobs[1]);
-        pool.shutdown().unwrap();
-        assert_eq!((runs(&jobs[0]), runs(&jobs[1])), (1, 1));
-        assert_all_joined(&pool);
-        assert_eq!(pool.spawner().spawned(), 1, "max_threads 1");
-    });
+    model("sync_notify_racing_wait", || submit_racing_sleep(pool(1)));
 }
 
 #[test]
@@ -110,17 +113,8 @@ fn sync_spinning_worker_takes_the_wake() {
     // `park` sees `notified` (the spinner's decrement and the notifier's `Sync` update are the
     // Dekker pair's writes, the SeqCst fences in `park` and `wake_one` its fences).
     model("sync_spinning_worker_takes_the_wake", || {
-        let jobs = jobs(2);
-        let pool =
-            ThreadPool::with_spawner(Config { max_threads: 1, idle_spins: 2, ..Config::default() }, LoomSpawner::new())
-                .unwrap();
-        submit(&pool, &jobs[0]).unwrap();
-        spin_until_ran(&pool, &jobs[0]);
-        submit(&pool, &jobs[1]).unwrap();
-        spin_until_ran(&pool, &jobs[1]);
-        pool.shutdown().unwrap();
-        assert_eq!((runs(&jobs[0]), runs(&jobs[1])), (1, 1));
-        assert_all_joined(&pool);
+        let config = Config { max_threads: 1, idle_spins: 2, ..Config::default() };
+        submit_racing_sleep(ThreadPool::with_spawner(config, LoomSpawner::new()).unwrap());
     });
 }
 
