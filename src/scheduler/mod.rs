@@ -426,10 +426,11 @@ impl<S: Spawner> ThreadPool<S> {
         if worker.is_null() {
             return None;
         }
+        // The worker lives until its pool is dropped, which cannot happen while this thread
+        // runs in it.
         // SAFETY: a non-null current worker was stored by some pool's `worker_main` on this
-        // thread (Spawner contract) and lives until that pool is dropped, which cannot happen
-        // while this thread runs in it. Every `Worker<_>` is repr(C) with `pool` first, so
-        // reading that field is valid whatever its spawner type.
+        // thread (Spawner contract) and outlives this call; every `Worker<_>` is repr(C) with
+        // `pool` first, so reading that field is valid whatever its spawner type.
         let pool = unsafe { *worker.cast::<*const ()>() };
         if pool != ptr::from_ref(inner).cast::<()>() {
             return None;
