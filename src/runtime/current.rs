@@ -46,6 +46,14 @@ pub(super) fn exit(saved: usize) -> bool {
     POLLING.with(|w| w.replace(saved)) & SELF_WOKEN != 0
 }
 
+/// `wake_self` for a waker that may be one of ours (`yield_now`): true if it is this thread's
+/// polled task's own waker, whose self-wake is now recorded.
+#[inline]
+pub(super) fn wake_self_by_waker(waker: &core::task::Waker) -> bool {
+    core::ptr::eq(waker.vtable(), &super::raw::WAKER_VTABLE)
+        && NonNull::new(waker.data().cast_mut().cast::<Header>()).is_some_and(wake_self)
+}
+
 /// If `header` is the task this thread is polling, records its self-wake and returns true.
 #[inline]
 pub(super) fn wake_self(header: NonNull<Header>) -> bool {

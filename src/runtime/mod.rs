@@ -187,6 +187,12 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
+        // Our own task waking itself: set the thread-local bit directly, without the waker's
+        // vtable call (the same as `wake_by_ref` would do, `current.rs`).
+        #[cfg(feature = "std")]
+        if current::wake_self_by_waker(cx.waker()) {
+            return Poll::Pending;
+        }
         cx.waker().wake_by_ref();
         Poll::Pending
     }

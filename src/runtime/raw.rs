@@ -637,7 +637,7 @@ pub(crate) unsafe fn dealloc_unqueued(header: NonNull<Header>) {
 // ---------------------------------------------------------------------------------------------
 // Waking
 
-static WAKER_VTABLE: RawWakerVTable = RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
+pub(super) static WAKER_VTABLE: RawWakerVTable = RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
 
 fn raw_waker(header: NonNull<Header>) -> RawWaker {
     RawWaker::new(header.as_ptr().cast_const().cast::<()>(), &WAKER_VTABLE)
