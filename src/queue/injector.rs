@@ -136,6 +136,7 @@ impl Injector {
     }
 
     /// Whether the queue is closed to external pushes.
+    #[inline]
     pub(crate) fn is_closed(&self) -> bool {
         self.tail.load(Ordering::Acquire).addr() & CLOSED != 0
     }

@@ -129,6 +129,7 @@ impl Ring {
 
     /// Owner only: claims `CAPACITY / 2` tasks from a full ring (`tail - head == CAPACITY`).
     #[cold]
+    #[inline(never)]
     fn claim_half(&self, head: u32, _tail: u32) -> Option<Batch> {
         let take = CAPACITY / 2;
         // Acquire: as in `push`, thieves' slot reads of this range are done before we reuse it.

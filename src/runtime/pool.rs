@@ -225,6 +225,22 @@ impl<S: Spawner> ThreadPool<S> {
 pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 
 impl<S: Spawner> PoolScheduler<S> {
+    /// [`Schedule::schedule`] off the yield path: a spawn or a wake (`lifo`), or a re-queue
+    /// from outside the pool's threads.
+    ///
+    /// # Safety
+    /// As [`Schedule::schedule`].
+    #[inline(never)]
+    unsafe fn schedule_slow(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+        // SAFETY: the task holds a reference on `Inner`.
+        let pool = unsafe { Self::pool(sched) };
+        // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
+        // us, or our poll holds RUNNING and re-queues it), and alive until its callback runs
+        // (the queue's reference).
+        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.requeue(task) } };
+        result.map_err(drop)
+    }
+
     /// A non-owning handle on the pool (never dropped, so it never shuts anything down).
     ///
     /// # Safety
@@ -238,21 +254,37 @@ impl<S: Spawner> PoolScheduler<S> {
 // SAFETY: `schedule` is the pool's submit (its contract: Ok = runs exactly once); `Inner` lives
 // until `release` dropped the last task reference (and the handle's).
 unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
-    #[inline]
+    // Always inlined: a yield re-queues its task from inside `raw::run`, and a call here cost
+    // ~20 instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
+    // Only the on-a-worker re-queue is inline; everything else is `schedule_slow`.
+    #[inline(always)]
     unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
-        // SAFETY: the task holds a reference on `Inner`.
-        let pool = unsafe { Self::pool(sched) };
-        // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
-        // us, or our poll holds RUNNING and re-queues it), and alive until its callback runs
-        // (the queue's reference).
-        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.requeue(task) } };
-        result.map_err(drop)
+        if !lifo {
+            // SAFETY: the task holds a reference on `Inner`.
+            let pool = unsafe { Self::pool(sched) };
+            if let Some(me) = pool.current_worker() {
+                // `requeue`'s worker path (see there).
+                let inner = pool.inner();
+                inner.push_ring(me, task);
+                inner.notify_join();
+                return Ok(());
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::schedule_slow(sched, task, lifo) }
     }
 
+    /// Read from the pool's `Sync` word, not the injector: every poll asks, and the word's line
+    /// is one the yield path reads anyway (`notify_join`) and busy workers rarely write, while
+    /// the injector's tail line is written by every submit from outside. `Shutdown` is set just
+    /// after the injector closes (`ThreadPool::shutdown`); a worker draining after shutdown
+    /// read it in `wait` (so this Relaxed load sees it too), and the thread running the
+    /// left-overs set it itself.
     #[inline]
     unsafe fn is_closed(sched: NonNull<()>) -> bool {
         // SAFETY: as above.
-        unsafe { sched.cast::<Inner<S>>().as_ref() }.injector.is_closed()
+        let inner = unsafe { sched.cast::<Inner<S>>().as_ref() };
+        inner.load_sync(Ordering::Relaxed).state() == crate::sync_word::State::Shutdown
     }
 
     unsafe fn wait(sched: NonNull<()>, signal: &Signal) {

@@ -274,9 +274,16 @@ impl<S: Spawner> Inner<S> {
     pub(crate) fn push_ring(&self, me: &Worker<S>, task: NonNull<Task>) {
         // SAFETY: `me` is this thread's own worker; the task is exclusively ours.
         if let Err(overflow) = unsafe { me.ring.push(task) } {
-            // Internal push: accepted even while shutting down (part of queued work).
-            let _ = self.injector.push(overflow, false);
+            self.spill(overflow);
         }
+    }
+
+    /// Out of line, so the inlined `push_ring` (the yield path) stays a few instructions.
+    #[cold]
+    #[inline(never)]
+    fn spill(&self, overflow: crate::task::Batch) {
+        // Internal push: accepted even while shutting down (part of queued work).
+        let _ = self.injector.push(overflow, false);
     }
 
     /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring.
