@@ -2,6 +2,7 @@
 //! * yield: 10,000 tasks each yield 100 times; ns per yield.
 //! * spawn_await: from `block_on` on the main thread, spawn one task and await its JoinHandle,
 //!   100,000 times in a row; ns per round trip.
+//!
 //! Median and min-max of 5 runs after a warm-up. The side by side with tokio lives outside the
 //! library (tokio is not a dependency): the same two loops on tokio's multi-thread runtime.
 //!

@@ -345,8 +345,8 @@ mod tests {
         unsafe { s.set() };
         assert!(s.is_set());
         // Registering after the set fails: the waiter does not wait.
-        // SAFETY: no parker needed since it is never woken; a dangling-free dummy below.
         let p = NoopParker;
+        // SAFETY: no parker needed since it is never woken; a dangling-free dummy.
         assert!(!unsafe { s.register(Waiter::new(&p)) });
     }
 

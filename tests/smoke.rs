@@ -1,3 +1,5 @@
+//! Smoke test: spawn 100,000 closures on a 2-thread pool, shut it down, and count that every one ran.
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use pool::{Config, ThreadPool};

@@ -150,7 +150,7 @@ mod tests {
         let (p1, p2, p3) = (NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
         let stack = FrameStack::new();
         let (f1, f2, f3) = (Frame::new(p1), Frame::new(p2), Frame::new(p3));
-        // SAFETY (all calls): one thread; frames popped innermost first, before they drop.
+        // SAFETY: (all calls) one thread; frames popped innermost first, before they drop.
         unsafe {
             assert_eq!(stack.oldest_latent(), None);
             stack.push(&f1);

@@ -238,7 +238,7 @@ impl Consumer<'_> {
     pub(crate) fn pop(&mut self) -> Option<NonNull<Task>> {
         let stub = self.queue.stub_ptr();
         let mut node = if self.cursor.is_null() { stub } else { self.cursor };
-        // SAFETY (all derefs of `node` and `next` below): nodes between the cursor and `tail`
+        // SAFETY: (all derefs of `node` and `next` below) nodes between the cursor and `tail`
         // are queued tasks (or the stub), valid until popped, and only the lock holder pops.
         let mut next = unsafe { (*node).load_next(Ordering::Acquire) };
         if node == stub {

@@ -785,7 +785,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Safety
     /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
-    pub(crate) unsafe fn borrow_raw<'a>(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
+    pub(crate) unsafe fn borrow_raw(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
         // SAFETY: the caller's contract.
         core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
     }
