@@ -103,34 +103,57 @@ impl Ring {
     ///
     /// # Safety
     /// Called by the owning worker only; `task` is exclusively the caller's (submission contract).
-    #[inline]
+    ///
+    /// Always inlined (it is on the yield path, inside `raw::run`); a full ring is
+    /// `push_full`'s, out of line.
+    #[inline(always)]
     pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
         // SAFETY: we are the owner (caller's contract).
         let tail = unsafe { self.owner_tail() };
+        // Acquire pairs with the thieves' AcqRel CAS on `head`: their reads of the slots we
+        // are about to reuse happen before our store below.
+        let head = self.head.load(Ordering::Acquire);
+        if tail.wrapping_sub(head) < CAPACITY {
+            self.store_slot(tail, task);
+            return Ok(());
+        }
+        // SAFETY: forwarded.
+        unsafe { self.push_full(task, head, tail) }
+    }
+
+    /// Owner: fills slot `tail` (free) and publishes it.
+    #[inline(always)]
+    fn store_slot(&self, tail: u32, task: NonNull<Task>) {
+        self.buffer[(tail & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
+        // Release: publishes the slot and the task's contents to thieves.
+        self.tail.store(tail.wrapping_add(1), Ordering::Release);
+    }
+
+    /// `push` on a ring that was full when `head` was read: claim half for the injector. If a
+    /// thief moved `head` meanwhile, there is room again and the task is pushed normally.
+    ///
+    /// # Safety
+    /// As `push`; `tail` is the owner's tail.
+    #[cold]
+    #[inline(never)]
+    unsafe fn push_full(&self, task: NonNull<Task>, mut head: u32, tail: u32) -> Result<(), Batch> {
         loop {
-            // Acquire pairs with the thieves' AcqRel CAS on `head`: their reads of the slots we
-            // are about to reuse happen before our store below.
-            let head = self.head.load(Ordering::Acquire);
-            if tail.wrapping_sub(head) < CAPACITY {
-                self.buffer[(tail & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
-                // Release: publishes the slot and the task's contents to thieves.
-                self.tail.store(tail.wrapping_add(1), Ordering::Release);
-                return Ok(());
-            }
-            // Full: claim half for the injector. If a thief moved `head` meanwhile, there is
-            // room again and the loop pushes normally.
-            if let Some(mut batch) = self.claim_half(head, tail) {
+            if let Some(mut batch) = self.claim_half(head) {
                 // SAFETY: `task` is exclusively ours and in no other list.
                 unsafe { batch.push(task) };
                 return Err(batch);
+            }
+            // As in `push`.
+            head = self.head.load(Ordering::Acquire);
+            if tail.wrapping_sub(head) < CAPACITY {
+                self.store_slot(tail, task);
+                return Ok(());
             }
         }
     }
 
     /// Owner only: claims `CAPACITY / 2` tasks from a full ring (`tail - head == CAPACITY`).
-    #[cold]
-    #[inline(never)]
-    fn claim_half(&self, head: u32, _tail: u32) -> Option<Batch> {
+    fn claim_half(&self, head: u32) -> Option<Batch> {
         let take = CAPACITY / 2;
         // Acquire: as in `push`, thieves' slot reads of this range are done before we reuse it.
         if self

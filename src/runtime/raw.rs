@@ -425,29 +425,40 @@ where
             // SAFETY: we hold RUNNING and the queue's reference.
             unsafe { after_pending::<F, Sch>(header, self_woken) }
         }
-        Ok(Poll::Ready(output)) => {
-            // SAFETY: as above; dropping the finished future happens here.
-            unsafe {
-                set_stage::<F, Sch>(header, Stage::Finished(Ok(output)));
-                complete::<F, Sch>(header, true);
-            }
-        }
-        Err(panic) => {
-            // SAFETY: as above.
-            unsafe {
-                set_stage::<F, Sch>(header, Stage::Finished(Err(JoinError::panic(panic))));
-                complete::<F, Sch>(header, true);
-            }
-        }
+        // SAFETY: as above; dropping the finished future happens there.
+        Ok(Poll::Ready(output)) => unsafe { finish::<F, Sch>(header, Ok(output)) },
+        // SAFETY: as above.
+        Err(panic) => unsafe { finish::<F, Sch>(header, Err(JoinError::panic(panic))) },
+    }
+}
+
+/// The poll returned (or panicked): store the result and complete. Out of line, as the rest
+/// of `run` off the yield path: `run` then needs fewer registers, and a yield saves and
+/// restores fewer of them.
+///
+/// # Safety
+/// We hold RUNNING and the queue's reference.
+#[inline(never)]
+unsafe fn finish<F, Sch>(header: NonNull<Header>, result: Result<F::Output, JoinError>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    Sch: Schedule,
+{
+    // SAFETY: the caller's contract; dropping the finished future happens here.
+    unsafe {
+        set_stage::<F, Sch>(header, Stage::Finished(result));
+        complete::<F, Sch>(header, true);
     }
 }
 
 /// The poll returned `Pending`: go idle (dropping the queue's reference), or re-queue if woken
 /// meanwhile (`NOTIFIED`, or `self_woken`: it woke itself by reference on this thread, see
-/// `current.rs`), or cancel if aborted meanwhile. One CAS.
+/// `current.rs`), or cancel if aborted meanwhile. One CAS, none on the yield path.
 ///
 /// # Safety
 /// We hold RUNNING and the queue's reference.
+#[inline(always)]
 unsafe fn after_pending<F, Sch>(header: NonNull<Header>, self_woken: bool)
 where
     F: Future + Send + 'static,
@@ -456,7 +467,7 @@ where
 {
     // SAFETY: our reference keeps it alive.
     let h = unsafe { header.as_ref() };
-    let mut s = h.load(Ordering::Relaxed);
+    let s = h.load(Ordering::Relaxed);
     if self_woken && s.0 & (State::NOTIFIED | State::CANCELLED) == 0 {
         // The yield path: the task woke itself and nobody else has touched the word. Re-queue
         // it still RUNNING, with no RMW here and none when it is next dequeued (`run`). The
@@ -468,6 +479,23 @@ where
         unsafe { submit_requeue::<F, Sch>(header, true) };
         return;
     }
+    // SAFETY: forwarded.
+    unsafe { after_pending_slow::<F, Sch>(header, self_woken, s) }
+}
+
+/// `after_pending` off the yield path: leave RUNNING with one RMW on the state word.
+///
+/// # Safety
+/// As `after_pending`; `s` is a recent load of the state word.
+#[inline(never)]
+unsafe fn after_pending_slow<F, Sch>(header: NonNull<Header>, self_woken: bool, mut s: State)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    Sch: Schedule,
+{
+    // SAFETY: our reference keeps it alive.
+    let h = unsafe { header.as_ref() };
     loop {
         s.debug_check();
         debug_assert!(s.is_running());

@@ -53,17 +53,21 @@ impl<S: Spawner> Inner<S> {
     /// written. Skips the `notified` flag on purpose: a worker going to sleep at this instant may
     /// miss the job, which costs parallelism but never progress, since the pushing worker takes
     /// its job back itself (README, "Join jobs").
-    #[inline]
+    ///
+    /// Always inlined: it is on the yield path (`raw::run`'s re-queue). It calls `notify_slow`
+    /// directly: `notify`'s fast path (notified, nobody to wake) cannot apply when
+    /// `wants_join_work` saw somebody to wake.
+    #[inline(always)]
     pub(crate) fn notify_join(&self) {
         if self.wants_join_work() {
-            self.notify(false);
+            self.notify_slow(false);
         }
     }
 
     /// Whether a join job offered now could be picked up: a worker is idle or one more can be
     /// started, and no wake-up is in flight already. `join` promotes a latent frame only then
     /// (`join::frame`); a stale answer costs parallelism, never progress (the Relaxed load).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn wants_join_work(&self) -> bool {
         let s = self.load_sync(Ordering::Relaxed);
         s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads)

@@ -188,6 +188,12 @@ impl<S: Spawner> Inner<S> {
                 }
                 is_waking = false;
                 self.run_task(me, task);
+                // The busy path: this worker's own tasks back to back, no notification owed
+                // (the yield loop: ~10 instructions fewer per task than going round
+                // `find_work`'s result and the waking test).
+                while let Some(task) = self.find_local(me) {
+                    self.run_task(me, task);
+                }
             }
         }
     }
@@ -237,14 +243,32 @@ impl<S: Spawner> Inner<S> {
                 return Some(found);
             }
         }
-        if let Some(task) = self.pop_lifo(me) {
-            return Some((task, false));
-        }
-        // SAFETY: `me` is this thread's own worker.
-        if let Some(task) = unsafe { me.ring.pop() } {
+        if let Some(task) = self.pop_local(me) {
             return Some((task, false));
         }
         self.find_work_slow(me)
+    }
+
+    /// `find_work` while it would only look at this worker's own queues: `None` when the
+    /// search is an injector-first one (leaving it to `find_work`) or there is no local task.
+    #[inline(always)]
+    fn find_local(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
+        let tick = me.tick.load(Ordering::Relaxed);
+        if tick == 0 {
+            return None;
+        }
+        me.tick.store(tick - 1, Ordering::Relaxed);
+        self.pop_local(me)
+    }
+
+    /// Steps 1 and 2 of the search: the LIFO slot, then the ring.
+    #[inline(always)]
+    fn pop_local(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
+        if let Some(task) = self.pop_lifo(me) {
+            return Some(task);
+        }
+        // SAFETY: `me` is this thread's own worker.
+        unsafe { me.ring.pop() }
     }
 
     /// Owner: takes the LIFO slot's task, unless it ran `MAX_LIFO_STREAK` in a row; then the
