@@ -195,38 +195,12 @@ impl<S: Spawner> ThreadPool<S> {
     }
 }
 
-impl<S: Spawner> ThreadPool<S> {
-    /// Re-queues a task woken during its own poll (`lifo == false` in [`Schedule::schedule`]):
-    /// on the worker that polled it, to the back of its ring with the cheap notification
-    /// (`notify_join`: a real `notify` only when a thread is idle or may be started and no
-    /// wake is in flight; one Relaxed load otherwise). This worker is awake and goes straight
-    /// back to its queues, so it runs the task itself if nobody steals it: a missed wake-up
-    /// costs parallelism, never progress (`scheduler/README.md`, "Self-requeued tasks"), and
-    /// the busy path of every yield drops the `notify` fence. Elsewhere: [`submit`](Self::submit).
-    ///
-    /// # Safety
-    /// As [`submit`](Self::submit).
-    #[inline]
-    unsafe fn requeue(&self, task: NonNull<Task>) -> Result<(), Error> {
-        let inner = self.inner();
-        match self.current_worker() {
-            Some(me) => {
-                inner.push_ring(me, task);
-                inner.notify_join();
-                Ok(())
-            }
-            // SAFETY: forwarded contract.
-            None => unsafe { self.submit(task) },
-        }
-    }
-}
-
 /// Queues tasks on a `ThreadPool<S>`; the scheduler pointer is its `Inner<S>`.
 pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 
 impl<S: Spawner> PoolScheduler<S> {
-    /// [`Schedule::schedule`] off the yield path: a spawn or a wake (`lifo`), or a re-queue
-    /// from outside the pool's threads.
+    /// [`Schedule::schedule`] off the yield path: a spawn or a wake (`lifo`: `submit_lifo`),
+    /// or a re-queue from outside the pool's threads (`submit`).
     ///
     /// # Safety
     /// As [`Schedule::schedule`].
@@ -237,7 +211,7 @@ impl<S: Spawner> PoolScheduler<S> {
         // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
         // us, or our poll holds RUNNING and re-queues it), and alive until its callback runs
         // (the queue's reference).
-        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.requeue(task) } };
+        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.submit(task) } };
         result.map_err(drop)
     }
 
@@ -254,16 +228,23 @@ impl<S: Spawner> PoolScheduler<S> {
 // SAFETY: `schedule` is the pool's submit (its contract: Ok = runs exactly once); `Inner` lives
 // until `release` dropped the last task reference (and the handle's).
 unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
-    // Always inlined: a yield re-queues its task from inside `raw::run`, and a call here cost
-    // ~20 instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
-    // Only the on-a-worker re-queue is inline; everything else is `schedule_slow`.
+    // A task woken during its own poll (`lifo == false`) is re-queued on the worker that
+    // polled it, at the back of its ring, with the cheap notification (`notify_join`: a real
+    // notify only when a thread is idle or may be started and no wake is in flight; one
+    // Relaxed load otherwise). This worker is awake and goes straight back to its queues, so it
+    // runs the task itself if nobody steals it: a missed wake-up costs parallelism, never
+    // progress (`scheduler/README.md`, "Self-requeued tasks"), and the busy path of every
+    // yield has no `notify` fence.
+    //
+    // Always inlined: that re-queue runs inside `raw::run`, and a call here cost ~20
+    // instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
+    // Everything else is `schedule_slow`.
     #[inline(always)]
     unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
         if !lifo {
             // SAFETY: the task holds a reference on `Inner`.
             let pool = unsafe { Self::pool(sched) };
             if let Some(me) = pool.current_worker() {
-                // `requeue`'s worker path (see there).
                 let inner = pool.inner();
                 inner.push_ring(me, task);
                 inner.notify_join();
