@@ -228,4 +228,12 @@ pub unsafe trait Spawner: Send + Sync + 'static {
 
     /// Stores this thread's worker pointer (null when the worker exits).
     fn set_current_worker(&self, _worker: *const ()) {}
+
+    /// A monotonic clock in nanoseconds (any fixed origin), or `None` (the default) where the
+    /// platform has none. With a clock, each busy worker times its polls (one reading every 8
+    /// to 127 tasks) and looks at the injector about once per millisecond of work; without,
+    /// every 61st search (`scheduler/interval.rs`). Called only on the pool's worker threads.
+    fn now_ns(&self) -> Option<u64> {
+        None
+    }
 }

@@ -1,6 +1,7 @@
-//! Scheduler statistics (`ThreadPool::stats`, `ThreadPool::worker_stats`) and the cooperative
-//! budget: the counters move by exact amounts where the schedule makes the amount certain,
-//! and by "at least one" only where it does not. Every test under a watchdog.
+//! Scheduler statistics (`ThreadPool::stats`, `ThreadPool::worker_stats`), the cooperative
+//! budget and the adaptive injector interval: the counters move by exact amounts where the
+//! schedule makes the amount certain, and by "at least one" only where it does not. Every test
+//! under a watchdog.
 
 mod common;
 
@@ -227,6 +228,81 @@ fn injected_work_runs_within_one_tick_of_a_busy_worker() {
         }
         let s: Stats = pool.stats();
         assert!(s.lifo_hits > 0, "{s:?}");
+    });
+}
+
+/// Batches from the injector hold at most half a ring (design text 003's fair share, capped;
+/// `fair_share` in `scheduler/worker.rs` has the formula's unit test, and `Injector::len`,
+/// which it divides, its own): one worker draining 10,000 tasks submitted from outside as one
+/// batch runs each once and fetches at least 10,000 / 128 times. (It fetches more: a busy
+/// worker's periodic injector check takes a single task.)
+#[test]
+fn injector_batches_hold_at_most_half_a_ring() {
+    let _g = common::shared();
+    watchdog("injector_batches", watchdog_secs(20), |_| {
+        const MAX_BATCH: usize = 128; // scheduler::worker::MAX_BATCH
+        let n = scaled_min(10_000, 1_000);
+        let counter = common::ExactOnce::new("injector_batches", n);
+        let jobs = common::Jobs::all(&counter);
+        let pool = pool(1);
+        let mut batch = pool::Batch::new();
+        for i in 0..n {
+            // SAFETY: each job is in the batch once; `jobs` outlives the pool (dropped after it).
+            unsafe { batch.push(jobs.task(i)) };
+        }
+        // SAFETY: as above.
+        unsafe { pool.submit_batch(batch) }.unwrap();
+        counter.wait_total(n);
+        counter.assert_all_once();
+        let s = pool.stats();
+        assert_eq!(s.polled, n, "{s:?}");
+        assert!(s.injector_fetches * MAX_BATCH >= n, "{} tasks in {} fetches: {s:?}", n, s.injector_fetches);
+        drop(pool);
+    });
+}
+
+/// The adaptive injector interval (`scheduler/interval.rs`): behind a worker busy with its own
+/// queue of 200 µs tasks, a task submitted from outside waits for at most 8 of them (the
+/// minimum interval: about 1 ms of work), not for tokio's fixed 61. Each local task busy-waits
+/// its full 200 µs, so the worker's measured mean poll time can only come out longer and the
+/// interval only at the minimum, however slow or loaded the machine.
+#[test]
+fn injected_work_waits_about_a_millisecond_behind_long_tasks() {
+    let _g = common::shared();
+    watchdog("interval", watchdog_secs(30), |_| {
+        const LOCAL: usize = 200; // fits the ring (256 slots): none spills to the injector
+        const MIN_INTERVAL: usize = 8; // scheduler::interval::MIN_INTERVAL
+        let pool = pool(1);
+        for round in 0..3 {
+            let done = Arc::new(AtomicUsize::new(0));
+            let (p, d) = (pool.clone(), done.clone());
+            // A root task on the worker queues the long tasks locally (LIFO slot and ring).
+            pool.spawn(move || {
+                for _ in 0..LOCAL {
+                    let d = d.clone();
+                    p.spawn(move || {
+                        let start = Instant::now();
+                        while start.elapsed() < Duration::from_micros(200) {
+                            std::hint::spin_loop();
+                        }
+                        d.fetch_add(1, Ordering::AcqRel);
+                    })
+                    .unwrap();
+                }
+            })
+            .unwrap();
+            // Past the first window (61 searches at the default interval) the interval is tuned.
+            wait_until("the first window", || done.load(Ordering::Acquire) >= 70);
+            let ran_at = Arc::new(AtomicUsize::new(usize::MAX));
+            let (d, r) = (done.clone(), ran_at.clone());
+            let submitted_at = done.load(Ordering::Acquire);
+            pool.spawn(move || r.store(d.load(Ordering::Acquire), Ordering::Release)).unwrap();
+            wait_until("every task", || {
+                done.load(Ordering::Acquire) == LOCAL && ran_at.load(Ordering::Acquire) != usize::MAX
+            });
+            let waited = ran_at.load(Ordering::Acquire) - submitted_at;
+            assert!(waited <= MIN_INTERVAL, "round {round}: the injected task waited for {waited} tasks of 200 µs");
+        }
     });
 }
 

@@ -92,6 +92,8 @@ pub(crate) struct HostFns {
     unpark: ParkerFn,
     /// Threads for which `spawn` succeeded and that have not yet left the pool's code.
     running: AtomicUsize,
+    /// The pool's clock (`Spawner::now_ns`): the C layer has `std`, whatever the host's threads.
+    clock: crate::os::MonotonicClock,
 }
 
 // SAFETY: `context` and the callbacks are the host's; pool.h requires them to be callable
@@ -113,6 +115,7 @@ impl HostFns {
             park_timeout: p.park_timeout?,
             unpark: p.unpark?,
             running: AtomicUsize::new(0),
+            clock: crate::os::MonotonicClock::new(),
         })
     }
 }
@@ -312,6 +315,14 @@ unsafe impl Spawner for CSpawner {
 
     fn set_current_worker(&self, worker: *const ()) {
         CURRENT_WORKER.with(|c| c.set(worker));
+    }
+
+    #[inline]
+    fn now_ns(&self) -> Option<u64> {
+        match self {
+            Self::Std(s) => s.now_ns(),
+            Self::Host(fns) => Some(fns.clock.now_ns()),
+        }
     }
 }
 

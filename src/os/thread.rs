@@ -32,6 +32,7 @@ std::thread_local! {
 pub struct ThreadSpawner<P = DefaultParker> {
     handles: Arc<Mutex<Handles>>,
     name: &'static str,
+    clock: super::MonotonicClock,
     _parker: PhantomData<fn() -> P>,
 }
 
@@ -86,7 +87,12 @@ impl<P> ThreadSpawner<P> {
     /// assert!(rx.recv().unwrap());
     /// ```
     pub fn named(name: &'static str) -> Self {
-        Self { handles: Arc::new(Mutex::new(Handles::default())), name, _parker: PhantomData }
+        Self {
+            handles: Arc::new(Mutex::new(Handles::default())),
+            name,
+            clock: super::MonotonicClock::new(),
+            _parker: PhantomData,
+        }
     }
 
     fn join_all_handles(&self) {
@@ -160,5 +166,10 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
 
     fn set_current_worker(&self, worker: *const ()) {
         CURRENT_WORKER.with(|c| c.set(worker));
+    }
+
+    #[inline]
+    fn now_ns(&self) -> Option<u64> {
+        Some(self.clock.now_ns())
     }
 }

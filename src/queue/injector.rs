@@ -32,7 +32,7 @@
 
 use core::ptr::{self, NonNull};
 
-use crate::sync::{AtomicPtr, CachePadded, Ordering};
+use crate::sync::{AtomicPtr, CachePadded, Counter, Ordering};
 use crate::task::{Batch, Task};
 
 /// Low bit of `tail`: the queue refuses external pushes (the pool is shutting down).
@@ -45,19 +45,38 @@ fn locked() -> *mut Task {
 
 /// The unbounded intrusive MPSC queue with a try-locked consumer. See the module docs.
 pub(crate) struct Injector {
-    /// Producer end; low bit [`CLOSED`].
-    tail: CachePadded<AtomicPtr<Task>>,
-    /// Consumer cursor, or [`locked()`].
-    head: CachePadded<AtomicPtr<Task>>,
+    producer: CachePadded<ProducerEnd>,
+    consumer: CachePadded<ConsumerEnd>,
     /// The dummy node (never run).
     stub: Task,
+}
+
+/// The producers' cache line.
+struct ProducerEnd {
+    /// The last task pushed; low bit [`CLOSED`].
+    tail: AtomicPtr<Task>,
+    /// About how many tasks were ever pushed (wrapping), added after the push's CAS, on the
+    /// line that CAS just took, without a second locked instruction (`Counter::add_lossy`):
+    /// with `ConsumerEnd::popped`, the queue's approximate length ([`Injector::len`]). It orders
+    /// nothing.
+    pushed: Counter,
+}
+
+/// The consumers' cache line.
+struct ConsumerEnd {
+    /// Consumer cursor, or [`locked()`].
+    head: AtomicPtr<Task>,
+    /// Tasks ever popped (wrapping). Written only by the lock holder (`add_owned`: one writer
+    /// at a time, the lock's Release/Acquire ordering the writers).
+    popped: Counter,
 }
 
 impl core::fmt::Debug for Injector {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Injector")
-            .field("tail", &self.tail.load(Ordering::Relaxed))
-            .field("head", &self.head.load(Ordering::Relaxed))
+            .field("tail", &self.producer.tail.load(Ordering::Relaxed))
+            .field("head", &self.consumer.head.load(Ordering::Relaxed))
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -73,8 +92,8 @@ unsafe extern "C" fn stub_callback(_: *mut Task) {
 impl Injector {
     pub(crate) fn new() -> Self {
         Self {
-            tail: CachePadded(AtomicPtr::new(ptr::null_mut())),
-            head: CachePadded(AtomicPtr::new(ptr::null_mut())),
+            producer: CachePadded(ProducerEnd { tail: AtomicPtr::new(ptr::null_mut()), pushed: Counter::default() }),
+            consumer: CachePadded(ConsumerEnd { head: AtomicPtr::new(ptr::null_mut()), popped: Counter::default() }),
             stub: Task::new(stub_callback),
         }
     }
@@ -87,10 +106,10 @@ impl Injector {
     /// Pushes a batch at the tail. With `external`, a closed queue refuses it.
     #[inline]
     pub(crate) fn push(&self, batch: Batch, external: bool) -> Result<(), Closed> {
-        let (Some(first), Some(last)) = (batch.head, batch.tail) else { return Ok(()) };
+        let (Some(first), Some(last), len) = (batch.head, batch.tail, batch.len) else { return Ok(()) };
         // `last.next` is already null (a `Batch` keeps its tail's link null), and that store
         // happened before the CAS below publishes the batch.
-        let mut tail = self.tail.load(Ordering::Relaxed);
+        let mut tail = self.producer.tail.load(Ordering::Relaxed);
         loop {
             let closed = tail.addr() & CLOSED;
             if external && closed != 0 {
@@ -100,11 +119,12 @@ impl Injector {
             // AcqRel: Release publishes `last.next == null` (and the batch's links) to the next
             // producer, which will store into `last.next`; Acquire makes the previous
             // producer's `prev.next = null` happen before our store into it below.
-            match self.tail.compare_exchange_weak(tail, new, Ordering::AcqRel, Ordering::Relaxed) {
+            match self.producer.tail.compare_exchange_weak(tail, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => break,
                 Err(actual) => tail = actual,
             }
         }
+        self.producer.pushed.add_lossy(len);
         let prev = tail.map_addr(|a| a & !CLOSED);
         let prev = if prev.is_null() { self.stub_ptr() } else { prev };
         // Release: the consumer's Acquire load of `prev.next` sees the whole batch.
@@ -114,16 +134,32 @@ impl Injector {
         Ok(())
     }
 
+    /// About how many tasks are queued, for sizing batches (design text 003's fair share),
+    /// never for deciding whether the queue is empty: pushes minus pops, never below zero.
+    ///
+    /// Exact with one producer and nothing in flight. Concurrent producers may lose each
+    /// other's additions (`Counter::add_lossy`: a `fetch_add` there cost ~5 ns per submit from
+    /// outside, half of `spawn_remote`'s time, for a heuristic), so with several the estimate
+    /// runs low; a consumer that finds the queue empty re-synchronises it (`Consumer`'s drop),
+    /// so the error does not build up beyond one busy period.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        // Popped first: a push counted after this read only makes the answer larger.
+        let popped = self.consumer.popped.get();
+        let queued = self.producer.pushed.get().wrapping_sub(popped);
+        if queued > usize::MAX / 2 { 0 } else { queued }
+    }
+
     /// Closes the queue to external pushes. Returns false if it was already closed.
     pub(crate) fn close(&self) -> bool {
-        let mut tail = self.tail.load(Ordering::Relaxed);
+        let mut tail = self.producer.tail.load(Ordering::Relaxed);
         loop {
             if tail.addr() & CLOSED != 0 {
                 return false;
             }
             // AcqRel: orders the close after every push it displaces in `tail`'s modification
             // order, and makes it visible to those that read it.
-            match self.tail.compare_exchange_weak(
+            match self.producer.tail.compare_exchange_weak(
                 tail,
                 tail.map_addr(|a| a | CLOSED),
                 Ordering::AcqRel,
@@ -138,14 +174,14 @@ impl Injector {
     /// Whether the queue is closed to external pushes.
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {
-        self.tail.load(Ordering::Acquire).addr() & CLOSED != 0
+        self.producer.tail.load(Ordering::Acquire).addr() & CLOSED != 0
     }
 
     /// Whether the queue looks empty. May be wrong while a push is in flight (that push is
     /// followed by a notification) or while another worker holds the consumer end.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        let head = self.head.load(Ordering::Acquire);
+        let head = self.consumer.head.load(Ordering::Acquire);
         if head == locked() {
             return false;
         }
@@ -173,12 +209,12 @@ impl Injector {
     /// Then `tail` read here is at least `close`'s value (our own CAS), so it covers every
     /// accepted push: if it is still the stub (or null), nothing is in flight.
     pub(crate) fn is_settled_empty(&self) -> bool {
-        let head = self.head.load(Ordering::Acquire);
+        let head = self.consumer.head.load(Ordering::Acquire);
         if head == locked() {
             return false;
         }
         let stub = self.stub_ptr();
-        let tail = self.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
+        let tail = self.producer.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
         (head.is_null() || head == stub)
             && (tail.is_null() || tail == stub)
             && self.stub.load_next(Ordering::Acquire).is_null()
@@ -187,7 +223,7 @@ impl Injector {
     /// Takes the consumer end if it is free and the queue is not empty.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.consumer.head.load(Ordering::Relaxed);
         loop {
             if head == locked() {
                 return None;
@@ -199,8 +235,8 @@ impl Injector {
             }
             // Acquire pairs with the previous consumer's Release unlock: its cursor and the
             // nodes it consumed are settled.
-            match self.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(Consumer { queue: self, cursor: head }),
+            match self.consumer.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Consumer { queue: self, cursor: head, popped: 0, drained: false }),
                 Err(actual) => head = actual,
             }
         }
@@ -212,6 +248,11 @@ pub(crate) struct Consumer<'a> {
     queue: &'a Injector,
     /// The oldest unconsumed node; null means the stub.
     cursor: *mut Task,
+    /// Pushes this holder consumed (tasks popped, and its stub re-pushes, which count as
+    /// pushes): added to `ConsumerEnd::popped` on unlock.
+    popped: usize,
+    /// The last `pop` found the queue empty (the stub alone, no push half-way).
+    drained: bool,
 }
 
 impl core::fmt::Debug for Consumer<'_> {
@@ -231,7 +272,7 @@ impl Consumer<'_> {
         if node == stub {
             return !next.is_null();
         }
-        !next.is_null() || self.queue.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED) == node
+        !next.is_null() || self.queue.producer.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED) == node
     }
 
     /// Pops the oldest task; `None` if the queue is empty or a push is half-way (see module).
@@ -241,6 +282,8 @@ impl Consumer<'_> {
         // SAFETY: (all derefs of `node` and `next` below) nodes between the cursor and `tail`
         // are queued tasks (or the stub), valid until popped, and only the lock holder pops.
         let mut next = unsafe { (*node).load_next(Ordering::Acquire) };
+        // Empty (the stub alone) until a pop succeeds.
+        self.drained = node == stub && next.is_null();
         if node == stub {
             if next.is_null() {
                 return None;
@@ -252,11 +295,12 @@ impl Consumer<'_> {
         }
         if !next.is_null() {
             self.cursor = next;
+            self.popped += 1;
             return NonNull::new(node);
         }
         // `node` may be the last one. If a producer already moved `tail` past it but has not
         // linked yet, report empty (the producer will notify after linking).
-        let tail = self.queue.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
+        let tail = self.queue.producer.tail.load(Ordering::Acquire).map_addr(|a| a & !CLOSED);
         if tail != node {
             return None;
         }
@@ -264,6 +308,8 @@ impl Consumer<'_> {
         // SAFETY: the stub is not in the chain any more (the cursor passed it), so it is ours.
         let stub_task = unsafe { NonNull::new_unchecked(stub) };
         let _ = self.queue.push(Batch::from(stub_task), false);
+        // That push is counted in `pushed`; the stub is no task, so it counts as consumed.
+        self.popped += 1;
         // SAFETY: see above.
         next = unsafe { (*node).load_next(Ordering::Acquire) };
         if next.is_null() {
@@ -272,15 +318,30 @@ impl Consumer<'_> {
             return None;
         }
         self.cursor = next;
+        self.popped += 1;
         NonNull::new(node)
+    }
+
+    /// [`Injector::len`], as seen by the lock holder (its own pops included).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len().saturating_sub(self.popped)
     }
 }
 
 impl Drop for Consumer<'_> {
     fn drop(&mut self) {
+        if self.drained {
+            // Empty: whatever `pushed` says now is all consumed (a push counted after its CAS
+            // but not linked yet is missed: one task low). Drops any error producers' lost
+            // additions left (see `Injector::len`).
+            self.queue.consumer.popped.set(self.queue.producer.pushed.get());
+        } else {
+            self.queue.consumer.popped.add_owned(self.popped);
+        }
         let cursor = if self.cursor == self.queue.stub_ptr() { ptr::null_mut() } else { self.cursor };
         // Release pairs with the next consumer's Acquire in `try_lock`.
-        self.queue.head.store(cursor, Ordering::Release);
+        self.queue.consumer.head.store(cursor, Ordering::Release);
     }
 }
 
@@ -360,6 +421,66 @@ mod tests {
         assert_eq!(c.pop(), Some(ptrs[8]));
         assert_eq!(c.pop(), Some(ptrs[9]));
         assert_eq!(c.pop(), None);
+    }
+
+    /// The approximate length is exact when nothing is in flight, stub re-pushes included, and
+    /// a holder's own pops count before it unlocks.
+    #[test]
+    fn len_counts_pushes_minus_pops() {
+        let q = Injector::new();
+        let ptrs = TestTasks::new(10);
+        assert_eq!(q.len(), 0);
+        q.push(batch_of(&ptrs[0..3]), true).unwrap();
+        q.push(batch_of(&ptrs[3..4]), false).unwrap();
+        assert_eq!(q.len(), 4);
+        {
+            let mut c = q.try_lock().unwrap();
+            assert_eq!(c.len(), 4);
+            assert_eq!(c.pop(), Some(ptrs[0]));
+            assert_eq!(c.len(), 3);
+            assert_eq!(q.len(), 4, "others see the pops at unlock");
+        }
+        assert_eq!(q.len(), 3);
+        // Draining pops the last node through the stub re-push, which is no task.
+        {
+            let mut c = q.try_lock().unwrap();
+            for p in &ptrs[1..4] {
+                assert_eq!(c.pop(), Some(*p));
+            }
+            assert_eq!(c.pop(), None);
+            assert_eq!(c.len(), 0);
+        }
+        assert_eq!(q.len(), 0);
+        q.push(batch_of(&ptrs[4..10]), true).unwrap();
+        assert_eq!(q.len(), 6);
+        let mut c = q.try_lock().unwrap();
+        for p in &ptrs[4..10] {
+            assert_eq!(c.pop(), Some(*p));
+        }
+        drop(c);
+        assert_eq!(q.len(), 0);
+    }
+
+    /// Additions lost between concurrent producers make the estimate low, never negative, and
+    /// a consumer that empties the queue makes it exact again.
+    #[test]
+    fn len_recovers_from_lost_additions() {
+        let q = Injector::new();
+        let ptrs = TestTasks::new(5);
+        q.push(batch_of(&ptrs[0..3]), true).unwrap();
+        q.producer.pushed.set(1); // two additions lost
+        assert_eq!(q.len(), 1);
+        {
+            let mut c = q.try_lock().unwrap();
+            for p in &ptrs[0..3] {
+                assert_eq!(c.pop(), Some(*p));
+                assert_eq!(c.len(), 0);
+            }
+            assert_eq!(c.pop(), None);
+        }
+        assert_eq!(q.len(), 0, "popped 3 of 1: zero, not a wrapped huge count");
+        q.push(batch_of(&ptrs[3..5]), true).unwrap();
+        assert_eq!(q.len(), 2, "exact again after the empty queue's resynchronisation");
     }
 
     #[test]

@@ -72,9 +72,12 @@
 //!   Its worker, which is awake and goes straight back to its queues, notifies only the cheap
 //!   way (a real wake-up only when a thread is idle or may be started): no fence on the yield
 //!   path (`scheduler/README.md`, "Self-requeued tasks").
-//! * The injector is checked every 61st search (fixed, as tokio). The text's EWMA-adaptive
-//!   interval and fair-share batch fetch (`len / workers`) are not done: a worker takes up to
-//!   half a ring from the injector.
+//! * The injector is checked at an interval that adapts to the worker's poll times (an EWMA,
+//!   one clock reading per interval: about 1 ms of work between checks, every 8th to 127th
+//!   search; `scheduler/interval.rs`), and a worker with an empty ring fetches its fair share
+//!   of it in one batch (`len / workers`, 4 to 128 tasks: `scheduler::worker::fair_share`).
+//!   On a platform whose spawner has no clock (`Spawner::now_ns`) the interval is tokio's
+//!   fixed 61.
 //! * The cooperative budget: a worker runs at most 128 tasks (polls) per tick; at the end of a
 //!   tick its next search starts at the injector and its LIFO slot's task goes to the back of
 //!   its ring (`scheduler::worker`, tested in `tests/stats.rs`). The text also spends the tick

@@ -19,6 +19,7 @@
 //!    linking its task while the workers left (it waits that out) — so no accepted task is
 //!    dropped.
 
+pub(crate) mod interval;
 pub(crate) mod sleep;
 pub(crate) mod stats;
 pub(crate) mod worker;

@@ -234,6 +234,9 @@ impl<S: Spawner> Inner<S> {
     /// latch or join handle while helping). The condition's setter must unpark `me.parker`
     /// after making `done()` true.
     pub(crate) fn wait_or(&self, me: &Worker<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
+        // Going idle: the injector interval's window in progress measures no poll time now.
+        // SAFETY: `me` is this thread's own worker.
+        unsafe { me.interval.interrupt() };
         let is_done = || done.is_some_and(|d| d());
         let mut is_idle = false;
         let mut s = self.load_sync(Ordering::Relaxed);

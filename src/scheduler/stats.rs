@@ -89,7 +89,8 @@ pub struct WorkerStats {
     pub parks: usize,
     /// Tasks taken from the worker's LIFO slot (the cache-hot "run next" slot).
     pub lifo_hits: usize,
-    /// Batches fetched from the pool's injector (each takes up to half a ring of tasks).
+    /// Batches fetched from the pool's injector (each takes up to half a ring of tasks: the
+    /// worker's fair share of the queue).
     pub injector_fetches: usize,
 }
 

@@ -2,14 +2,16 @@
 //! which it looks for work (design text 002, "dequeue", with text 003's LIFO slot and
 //! injector interval):
 //!
-//! 0. every [`INJECTOR_INTERVAL`]th search starts at the injector, so work injected from
-//!    outside is not starved by a worker whose own queue never runs dry;
+//! 0. every *interval*th search starts at the injector, so work injected from outside is not
+//!    starved by a worker whose own queue never runs dry. The interval adapts to how long the
+//!    worker's polls take (`interval.rs`: about 1 ms of work between checks, 8 to 127
+//!    searches; 61 on a platform without a clock);
 //! 1. its LIFO slot (the newest task scheduled with [`ThreadPool::submit_lifo`], cache-hot),
 //!    at most [`MAX_LIFO_STREAK`] times in a row, after which the slot's task moves to the back
 //!    of the ring so the ring's older tasks run;
 //! 2. its own ring (FIFO);
-//! 3. the pool's injector (try-lock; takes up to half a ring in one go into the empty ring;
-//!    step 0 takes a single task when the ring is not empty);
+//! 3. the pool's injector (try-lock; takes its fair share, up to half a ring, in one go into
+//!    the empty ring; step 0 takes a single task when the ring is not empty);
 //! 4. every other worker's ring, starting with the next one in the list, stealing half; and
 //!    when a victim's ring is empty, the oldest job of its join deque (`join::deque`), else its
 //!    LIFO slot (so a task parked in the slot of a worker busy with a long task is never
@@ -31,8 +33,9 @@
 //! at the injector, and the task in its LIFO slot moves to the back of its ring with the LIFO
 //! streak reset, so work from outside and the tasks queued behind a chain of cache-hot LIFO
 //! tasks get their turn however the tasks wake each other. (The text's tick also runs timer and
-//! I/O maintenance and retunes the injector interval; this runtime has no timers or I/O, and its
-//! interval is fixed.) Within a tick, [`INJECTOR_INTERVAL`] and [`MAX_LIFO_STREAK`] already bound
+//! I/O maintenance; this runtime has no timers or I/O. The injector interval is retuned at the
+//! end of each of its own windows instead, `interval.rs`.) Within a tick, the injector
+//! interval and [`MAX_LIFO_STREAK`] already bound
 //! the wait of injected and ring tasks; the budget is the outer bound that holds whatever
 //! those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
 //! the budget costs one test and branch per task.
@@ -48,6 +51,7 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
+use super::interval::InjectorInterval;
 use super::stats::Counters;
 use super::Inner;
 use crate::platform::{Parker, Spawner, ThreadStart};
@@ -55,9 +59,6 @@ use crate::queue::ring::{Ring, CAPACITY};
 use crate::sync::{fence, AtomicPtr, AtomicU32, CachePadded, Ordering};
 use crate::task::Task;
 
-/// Every this many searches, a worker looks at the injector before its own queues
-/// (tokio uses 61 as well: prime, so it does not beat with other periodic behaviour).
-pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 /// Most LIFO-slot tasks run in a row before the ring gets a turn (text 003).
 pub(crate) const MAX_LIFO_STREAK: u32 = 3;
 /// Most tasks a worker runs per tick (text 003's cooperative budget; module docs). A power of
@@ -82,6 +83,8 @@ pub(crate) struct Worker<S: Spawner> {
     /// Searches left until the next injector-first search (owner-only: atomic only so
     /// `Worker` is `Sync`; Relaxed load/store).
     tick: AtomicU32,
+    /// How many searches from one injector-first search to the next (`interval.rs`).
+    pub(crate) interval: InjectorInterval,
     /// LIFO-slot tasks run in a row (owner-only, as `tick`).
     lifo_streak: AtomicU32,
     /// The worker's own tasks.
@@ -143,6 +146,7 @@ impl<S: Spawner> Inner<S> {
             index,
             lifo: AtomicPtr::new(ptr::null_mut()),
             tick: AtomicU32::new(0),
+            interval: InjectorInterval::new(),
             lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
             joins: crate::join::deque::JoinDeque::new(),
@@ -237,11 +241,16 @@ impl<S: Spawner> Inner<S> {
     pub(crate) fn find_work(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
         // `tick` counts down to the next injector-first search (cheaper than a modulo).
         let tick = me.tick.load(Ordering::Relaxed);
-        me.tick.store(if tick == 0 { INJECTOR_INTERVAL - 1 } else { tick - 1 }, Ordering::Relaxed);
         if tick == 0 {
+            // The end of an interval window: one clock read, the interval retuned.
+            // SAFETY: `me` is this thread's own worker.
+            let interval = unsafe { me.interval.end_window(self.spawner.now_ns(), me.stats.polled.get()) };
+            me.tick.store(interval - 1, Ordering::Relaxed);
             if let Some(found) = self.take_from_injector(me) {
                 return Some(found);
             }
+        } else {
+            me.tick.store(tick - 1, Ordering::Relaxed);
         }
         if let Some(task) = self.pop_local(me) {
             return Some((task, false));
@@ -359,8 +368,8 @@ impl<S: Spawner> Inner<S> {
         None
     }
 
-    /// Takes one task from the injector to run; with an empty ring, also up to half a ring
-    /// more into it (a batch).
+    /// Takes one task from the injector to run; with an empty ring, its fair share of the
+    /// queue in all (a batch: design text 003, `fair_share`).
     ///
     /// A worker whose ring holds tasks (the periodic check, step 0) takes just the one, as
     /// tokio does: filling its ring from the injector would only push the ring's oldest half
@@ -374,7 +383,11 @@ impl<S: Spawner> Inner<S> {
         let mut consumer = self.injector.try_lock()?;
         let found = consumer.pop().map(|first| {
             // A batch only into an empty ring (see above); `len` is exact for the owner.
-            let room = if me.ring.is_empty() { CAPACITY / 2 } else { 0 };
+            let room = if me.ring.is_empty() {
+                fair_share(consumer.len() + 1, self.load_sync(Ordering::Relaxed).spawned()) - 1
+            } else {
+                0
+            };
             let mut moved = 0;
             while moved < room {
                 let Some(task) = consumer.pop() else { break };
@@ -409,6 +422,25 @@ impl<S: Spawner> Inner<S> {
     }
 }
 
+/// Most tasks a batch from the injector takes: half a ring. (Design text 003 says 64: with 64,
+/// `spawn_batch` took 12–13 ns per task on 2 workers against 7–12 ns with 128, the same
+/// harness alternating the two builds; `spawn_remote` and `multi_producer` did not move.)
+pub(crate) const MAX_BATCH: u32 = CAPACITY / 2;
+/// Fewest tasks a batch takes when there are that many (design text 003: 4).
+pub(crate) const MIN_BATCH: u32 = if MAX_BATCH >= 4 { 4 } else { MAX_BATCH };
+const _: () = assert!(MIN_BATCH >= 1 && MAX_BATCH <= CAPACITY / 2);
+
+/// How many tasks a worker with an empty ring takes from an injector holding about `queued`
+/// (design text 003, "fair share"): `queued / workers`, so that one worker does not drain a
+/// burst that `workers` threads could share (the others are being woken one after another
+/// meanwhile), within [`MIN_BATCH`]..=[`MAX_BATCH`] so that a lock acquisition is always worth
+/// a few tasks and a batch never fills more than half the ring.
+#[inline]
+pub(crate) fn fair_share(queued: usize, workers: u32) -> u32 {
+    let share = queued / workers.max(1) as usize;
+    share.clamp(MIN_BATCH as usize, MAX_BATCH as usize) as u32
+}
+
 /// Waiting for another thread's few instructions (a half-linked push): spin a little, then
 /// sleep briefly, so a host without preemption still lets the other thread finish.
 pub(crate) fn backoff<P: Parker>(parker: &P, spins: &mut u32) {
@@ -436,4 +468,20 @@ unsafe extern "C" fn worker_main<S: Spawner>(arg: *mut c_void) {
     pool.run(unsafe { worker.as_ref() });
     pool.spawner.set_current_worker(ptr::null());
     pool.unregister_thread();
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fair_share_splits_the_queue_between_the_workers() {
+        assert_eq!(fair_share(1_000, 4), MAX_BATCH, "a large queue: at most half a ring");
+        assert_eq!(fair_share(100, 4), 25);
+        assert_eq!(fair_share(100, 1), 100);
+        assert_eq!(fair_share(1_000, 1), MAX_BATCH);
+        assert_eq!(fair_share(6, 2), MIN_BATCH, "a few tasks: at least a few");
+        assert_eq!(fair_share(1, 8), MIN_BATCH);
+        assert_eq!(fair_share(0, 0), MIN_BATCH, "no thread counted yet: no division by zero");
+    }
 }

@@ -119,4 +119,18 @@ impl Counter {
     pub(crate) fn bump_shared(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// +n by any thread **without** a read-modify-write: a load and a store, so of two
+    /// threads adding at once one addition may be lost (an estimate, never a count; see
+    /// `Injector::len`). Sets the counter to `n` more than the value this thread read.
+    #[inline]
+    pub(crate) fn add_lossy(&self, n: usize) {
+        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    /// Overwrites the value (`Injector`'s resynchronisation).
+    #[inline]
+    pub(crate) fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Relaxed);
+    }
 }
