@@ -251,7 +251,8 @@ pub(crate) struct Consumer<'a> {
     /// Pushes this holder consumed (tasks popped, and its stub re-pushes, which count as
     /// pushes): added to `ConsumerEnd::popped` on unlock.
     popped: usize,
-    /// The last `pop` found the queue empty (the stub alone, no push half-way).
+    /// A `pop` found the queue empty (the stub alone, no push half-way). Every caller stops
+    /// popping at the first `None`, so the queue is still about empty when the holder unlocks.
     drained: bool,
 }
 
@@ -282,10 +283,9 @@ impl Consumer<'_> {
         // SAFETY: (all derefs of `node` and `next` below) nodes between the cursor and `tail`
         // are queued tasks (or the stub), valid until popped, and only the lock holder pops.
         let mut next = unsafe { (*node).load_next(Ordering::Acquire) };
-        // Empty (the stub alone) until a pop succeeds.
-        self.drained = node == stub && next.is_null();
         if node == stub {
             if next.is_null() {
+                self.drained = true;
                 return None;
             }
             node = next;
