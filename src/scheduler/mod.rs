@@ -4,7 +4,8 @@
 //! workers and the platform ([`Spawner`]). Threads start lazily: the first submit starts the
 //! first thread, and each notify may start one more while none is idle, up to `max_threads`.
 //! The sleep/wake protocol is in [`sleep`] and argued in `scheduler/README.md`; the worker loop
-//! in [`worker`].
+//! in [`worker`], the adaptive injector interval it uses in [`interval`], its counters in
+//! [`stats`].
 //!
 //! # Shutdown
 //! [`ThreadPool::shutdown`] (also run by `Drop`):
