@@ -13,23 +13,40 @@ fn watchdog<T: Send + 'static>(secs: u64, what: &'static str, f: impl FnOnce() -
     rx.recv_timeout(Duration::from_secs(secs)).unwrap_or_else(|_| panic!("watchdog: {what} did not finish in {secs} s"))
 }
 
-/// Sums 1 for every node of a binary tree of `depth`, each node waiting for its children with
-/// a latch on its own stack: deep nesting of waits on worker threads.
+/// Sums 1 for every node of a binary tree of `depth`, each node forking its children and
+/// waiting for them with a latch on its own stack: deep nesting of waits on worker threads.
+/// (Forked: a worker that waits runs related work first, and work submitted with `submit`
+/// only within the nesting bound, `WorkerContext`'s docs.)
 fn tree(pool: &'static ThreadPool<pool::ThreadSpawner>, depth: u32, count: &'static AtomicUsize) {
     count.fetch_add(1, Ordering::Relaxed);
     if depth == 0 {
         return;
     }
-    let latch = Arc::new(CountLatch::new());
+    #[repr(C)]
+    struct Child {
+        task: pool::Task,
+        pool: &'static ThreadPool<pool::ThreadSpawner>,
+        depth: u32,
+        count: &'static AtomicUsize,
+        latch: *const CountLatch,
+    }
+    unsafe extern "C" fn run(task: *mut pool::Task) {
+        let child = task.cast::<Child>();
+        // SAFETY: the `task` of a `Child` (repr(C), first field) that its parent keeps alive
+        // until its latch is released; `done` is our last access.
+        unsafe {
+            tree((*child).pool, (*child).depth, (*child).count);
+            (*(*child).latch).done();
+        }
+    }
+    let latch = CountLatch::new();
     latch.add(2);
-    for _ in 0..2 {
-        let l = latch.clone();
-        pool.spawn(move || {
-            tree(pool, depth - 1, count);
-            // SAFETY: one done per added unit.
-            unsafe { l.done() };
-        })
-        .unwrap();
+    let mut children: [Child; 2] =
+        core::array::from_fn(|_| Child { task: pool::Task::new(run), pool, depth: depth - 1, count, latch: &latch });
+    for child in children.iter_mut() {
+        let child: *mut Child = child;
+        // SAFETY: `children` outlives the wait below; each task is forked once.
+        unsafe { pool.submit_fork(std::ptr::NonNull::new_unchecked(child.cast())).unwrap() };
     }
     pool.wait_for_latch(&latch);
 }

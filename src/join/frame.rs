@@ -1,137 +1,93 @@
 //! Latent join frames: `join`'s second half stays private to its worker until another worker
-//! can use it (lazy promotion, the idea of heartbeat scheduling and lazy binary splitting).
+//! asks for work (demand-driven promotion: the idea of heartbeat scheduling and lazy binary
+//! splitting, with the "heartbeat" raised by idle workers instead of a timer).
 //!
 //! Offering every `b` on the join deque costs a push and a pop with a full fence per join: for
 //! fine-grained recursion (fib) that is several times the work itself, and nearly every offer
-//! is taken back by its owner anyway. So `join` first records `b` as a **latent frame**: a node
-//! in its own stack frame, linked into the worker's private [`FrameStack`] (no atomics shared
-//! with anyone). Only when the pool could use more work — a worker is idle, or one more thread
-//! may still be started, and no wake-up is already in flight (`Inner::wants_join_work`) — does
-//! a `join` **promote** the *oldest* latent frame of its worker: push its `b` on the join deque
-//! and wake a thread, exactly what every join did before. The oldest frame is the biggest piece
-//! of work left on this worker (the outermost unfinished `b`), so one promotion feeds a thief
-//! for a long time, and two busy workers go on running their joins at nearly sequential cost.
+//! is taken back by its owner anyway. So `join` records `b` as a **latent frame**: its task
+//! pointer in the next slot of the worker's [`FrameStack`], owner-only memory in the worker's
+//! context (no atomics, no fence). Only when the worker's *hungry* flag is up (raised by a
+//! worker that found no work, see `scheduler::worker`) does a `join` **promote** the *oldest*
+//! latent frame: push its `b` on the join deque, where idle workers steal it, and wake one.
+//! The oldest frame is the biggest piece of work left on this worker (the outermost unfinished
+//! `b`), so one promotion feeds a thief for a long time, and two busy workers go on running
+//! their joins at nearly sequential cost.
 //!
-//! # Invariants (owner thread only)
-//! * The frames form a stack in call order (each lives in a `join` call's frame, and calls nest):
-//!   `newest` is the innermost unfinished `join`'s frame; `older` links lead outward.
-//! * Promotion goes oldest first, so the frames are a promoted prefix (outer) and a latent
-//!   suffix (inner); `oldest_latent` is the first latent frame, or null when none is.
-//! * A latent frame's task is in no queue: nobody but its owner knows it, so the owner runs
-//!   `b` inline without any synchronisation. A promoted frame's task went through the join
-//!   deque, and its `join` takes it back or waits for its signal, as before.
-//!
-//! A wrong guess of "wants work" (the `Sync` word read Relaxed, racing) costs parallelism,
-//! never progress: unpromoted work is run by its owner.
+//! # Invariants (owner thread only: the stack lives in the `WorkerContext`, which is `!Sync`)
+//! * The frames form a stack in call order: `join` pushes at entry and pops before it returns
+//!   (its unwinding guard pops too), and joins nest, so the pops come in reverse push order.
+//! * Slots `[0, latent_from)` are promoted (their tasks went to the join deque), slots
+//!   `[latent_from, depth)` are latent (in no queue: only their owner knows them). Promotion
+//!   goes oldest first, so this split is all the bookkeeping there is.
+//! * Joins nested deeper than [`FRAMES`] are counted in `depth` but get no slot: they stay
+//!   latent for their whole life. Promotion goes oldest first, so it reaches them only after
+//!   [`FRAMES`] outer frames were promoted, which a pool with fewer workers never needs.
 
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
-use crate::sync::{AtomicPtr, Ordering};
 use crate::task::Task;
 
-/// One `join`'s `b`, as its worker sees it. Lives in the `join` call's stack frame; accessed
-/// only by its worker (through shared references and the raw pointers of the stack, hence
-/// `Cell`s).
-pub(crate) struct Frame {
-    /// `b`'s task (a `StackJob` in the same `join` frame).
-    task: NonNull<Task>,
-    /// The next frame outward (null for the outermost).
-    older: Cell<*const Frame>,
-    /// The next frame inward (null while this is the newest).
-    newer: Cell<*const Frame>,
-    /// Offered on the join deque.
-    promoted: Cell<bool>,
-}
+/// Slots in a worker's frame stack (the deepest join nesting whose frames can be promoted).
+pub(crate) const FRAMES: usize = 64;
 
-impl Frame {
-    #[inline]
-    pub(crate) fn new(task: NonNull<Task>) -> Self {
-        Self { task, older: Cell::new(ptr::null()), newer: Cell::new(ptr::null()), promoted: Cell::new(false) }
-    }
-}
-
-/// A worker's stack of join frames (see the module docs). The fields are atomics only so that
-/// the worker stays `Sync`: they are touched by the owner alone, with Relaxed loads and stores.
+/// A worker's stack of latent join frames (see the module docs). Owner-only: `Cell`s.
 pub(crate) struct FrameStack {
-    newest: AtomicPtr<Frame>,
-    oldest_latent: AtomicPtr<Frame>,
+    /// Frames pushed and not yet popped (may exceed `FRAMES`).
+    depth: Cell<usize>,
+    /// The first latent frame; slots below it are promoted. `<= depth`.
+    latent_from: Cell<usize>,
+    /// The frames' tasks (`b`'s `StackJob` headers), by depth.
+    slots: [Cell<*const Task>; FRAMES],
 }
 
 impl FrameStack {
     pub(crate) fn new() -> Self {
-        Self { newest: AtomicPtr::new(ptr::null_mut()), oldest_latent: AtomicPtr::new(ptr::null_mut()) }
+        Self { depth: Cell::new(0), latent_from: Cell::new(0), slots: [const { Cell::new(ptr::null()) }; FRAMES] }
     }
 
-    /// Links `frame` as the newest, latent frame.
-    ///
-    /// # Safety
-    /// Called by the owning worker; `frame` stays where it is until the matching
-    /// [`pop`](Self::pop), which comes before any frame older than it is popped.
-    #[inline]
-    pub(crate) unsafe fn push(&self, frame: &Frame) {
-        let older = self.newest.load(Ordering::Relaxed);
-        frame.older.set(older);
-        // From a shared reference: every later write through it is to a `Cell`.
-        let this = ptr::from_ref(frame).cast_mut();
-        if let Some(older) = NonNull::new(older) {
-            // SAFETY: `older` is an unfinished outer frame of this thread (the stack invariant),
-            // so it is alive; `newer` is a Cell, written by this thread only.
-            unsafe { older.as_ref() }.newer.set(this);
+    /// Pushes `task` as the newest, latent frame; returns its depth, for [`pop`](Self::pop).
+    #[inline(always)]
+    pub(crate) fn push(&self, task: NonNull<Task>) -> usize {
+        let depth = self.depth.get();
+        if let Some(slot) = self.slots.get(depth) {
+            slot.set(task.as_ptr());
         }
-        self.newest.store(this, Ordering::Relaxed);
-        if self.oldest_latent.load(Ordering::Relaxed).is_null() {
-            self.oldest_latent.store(this, Ordering::Relaxed);
-        }
+        self.depth.set(depth + 1);
+        depth
     }
 
-    /// Unlinks `frame`, the newest frame; returns whether it was promoted (its task went to the
-    /// join deque) rather than still private to this thread.
-    ///
-    /// # Safety
-    /// Called by the owning worker with the frame of its innermost unfinished `join`.
-    #[inline]
-    pub(crate) unsafe fn pop(&self, frame: &Frame) -> bool {
-        debug_assert!(ptr::eq(self.newest.load(Ordering::Relaxed), frame));
-        let older = frame.older.get().cast_mut();
-        self.newest.store(older, Ordering::Relaxed);
-        if let Some(older) = NonNull::new(older) {
-            // SAFETY: as in `push`.
-            unsafe { older.as_ref() }.newer.set(ptr::null());
+    /// Pops the newest frame, pushed at `depth`; returns whether it was promoted (its task went
+    /// to the join deque) rather than still private to this thread.
+    #[inline(always)]
+    pub(crate) fn pop(&self, depth: usize) -> bool {
+        debug_assert_eq!(self.depth.get(), depth + 1, "join frames pop in reverse push order");
+        self.depth.set(depth);
+        let latent_from = self.latent_from.get();
+        if depth < latent_from {
+            // It was promoted, and every newer frame is gone: none is latent.
+            self.latent_from.set(depth);
+            return true;
         }
-        let promoted = frame.promoted.get();
-        if ptr::eq(self.oldest_latent.load(Ordering::Relaxed), frame) {
-            // Every newer frame is gone, so no latent frame is left.
-            self.oldest_latent.store(ptr::null_mut(), Ordering::Relaxed);
-        }
-        promoted
+        false
     }
 
-    /// The task of the oldest latent frame, if any, for the caller to offer.
-    ///
-    /// # Safety
-    /// Called by the owning worker.
+    /// The task of the oldest latent frame that has a slot, if any, for the caller to offer.
     #[inline]
-    pub(crate) unsafe fn oldest_latent(&self) -> Option<NonNull<Task>> {
-        let frame = NonNull::new(self.oldest_latent.load(Ordering::Relaxed))?;
-        // SAFETY: linked frames are alive (see `push`).
-        Some(unsafe { frame.as_ref() }.task)
+    pub(crate) fn oldest_latent(&self) -> Option<NonNull<Task>> {
+        let from = self.latent_from.get();
+        if from >= self.depth.get() {
+            return None;
+        }
+        NonNull::new(self.slots.get(from)?.get().cast_mut())
     }
 
-    /// Marks the oldest latent frame promoted (its task is now on the join deque).
-    ///
-    /// # Safety
-    /// Called by the owning worker, after [`oldest_latent`](Self::oldest_latent) returned a
-    /// task that was then pushed.
+    /// Marks the oldest latent frame promoted (its task, from
+    /// [`oldest_latent`](Self::oldest_latent), is now on the join deque).
     #[inline]
-    pub(crate) unsafe fn mark_oldest_promoted(&self) {
-        let frame = self.oldest_latent.load(Ordering::Relaxed);
-        debug_assert!(!frame.is_null());
-        // SAFETY: as in `oldest_latent`.
-        let frame = unsafe { &*frame };
-        frame.promoted.set(true);
-        // The next latent frame is the next one inward (null if this was the newest).
-        self.oldest_latent.store(frame.newer.get().cast_mut(), Ordering::Relaxed);
+    pub(crate) fn mark_oldest_promoted(&self) {
+        debug_assert!(self.latent_from.get() < self.depth.get().min(FRAMES));
+        self.latent_from.set(self.latent_from.get() + 1);
     }
 }
 
@@ -149,29 +105,41 @@ mod tests {
         let (mut t1, mut t2, mut t3) = (task(), task(), task());
         let (p1, p2, p3) = (NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
         let stack = FrameStack::new();
-        let (f1, f2, f3) = (Frame::new(p1), Frame::new(p2), Frame::new(p3));
-        // SAFETY: (all calls) one thread; frames popped innermost first, before they drop.
-        unsafe {
-            assert_eq!(stack.oldest_latent(), None);
-            stack.push(&f1);
-            stack.push(&f2);
-            assert_eq!(stack.oldest_latent(), Some(p1));
+        assert_eq!(stack.oldest_latent(), None);
+        let d1 = stack.push(p1);
+        let d2 = stack.push(p2);
+        assert_eq!(stack.oldest_latent(), Some(p1));
+        stack.mark_oldest_promoted();
+        assert_eq!(stack.oldest_latent(), Some(p2));
+        let d3 = stack.push(p3);
+        stack.mark_oldest_promoted();
+        assert_eq!(stack.oldest_latent(), Some(p3));
+        assert!(!stack.pop(d3), "f3 stayed latent");
+        assert_eq!(stack.oldest_latent(), None, "f1 and f2 are promoted");
+        assert!(stack.pop(d2));
+        // A new inner frame after a promoted one is latent and the oldest latent.
+        let d3 = stack.push(p3);
+        assert_eq!(stack.oldest_latent(), Some(p3));
+        stack.mark_oldest_promoted();
+        assert_eq!(stack.oldest_latent(), None);
+        assert!(stack.pop(d3));
+        assert!(stack.pop(d1));
+        assert_eq!(stack.oldest_latent(), None);
+    }
+
+    #[test]
+    fn frames_deeper_than_the_slots_stay_latent() {
+        let mut t = task();
+        let p = NonNull::from(&mut t);
+        let stack = FrameStack::new();
+        let depths: alloc::vec::Vec<usize> = (0..FRAMES + 3).map(|_| stack.push(p)).collect();
+        for _ in 0..FRAMES {
+            assert_eq!(stack.oldest_latent(), Some(p));
             stack.mark_oldest_promoted();
-            assert_eq!(stack.oldest_latent(), Some(p2));
-            stack.push(&f3);
-            stack.mark_oldest_promoted();
-            assert_eq!(stack.oldest_latent(), Some(p3));
-            assert!(!stack.pop(&f3), "f3 stayed latent");
-            assert_eq!(stack.oldest_latent(), None, "f1 and f2 are promoted");
-            assert!(stack.pop(&f2));
-            // A new inner frame after a promoted one is latent and the oldest latent.
-            stack.push(&f3);
-            assert_eq!(stack.oldest_latent(), Some(p3));
-            stack.mark_oldest_promoted();
-            assert_eq!(stack.oldest_latent(), None);
-            assert!(stack.pop(&f3));
-            assert!(stack.pop(&f1));
-            assert_eq!(stack.oldest_latent(), None);
+        }
+        assert_eq!(stack.oldest_latent(), None, "the frames past the slots cannot be offered");
+        for &d in depths.iter().rev() {
+            assert_eq!(stack.pop(d), d < FRAMES);
         }
     }
 }

@@ -64,9 +64,9 @@ use alloc::boxed::Box;
 
 use crate::latch::{CountLatch, Signal};
 use crate::platform::Spawner;
-use crate::scheduler::worker::Worker;
-use crate::scheduler::ThreadPool;
-use crate::sync::UnsafeCell;
+use crate::scheduler::worker::Until;
+use crate::scheduler::{Error, Inner, ThreadPool, WorkerContext};
+use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
 
 #[cfg(feature = "std")]
@@ -117,31 +117,46 @@ impl Drop for AbortOnUnwind {
 }
 
 /// A job that lives in its waiter's stack frame: `Task` first (so the task pointer is the job
-/// pointer), the closure, its result, and the signal the waiter sleeps on.
+/// pointer), the signal the waiter sleeps on, the closure and its result.
 ///
-/// Runs exactly once: by the thread that takes its task from a queue (the callback), or inline
-/// by its owner after taking it back; never both (the deque hands the task out once). The frame
+/// Runs exactly once: by the thread that takes its task from a queue (the callback, which
+/// hands the closure that thread's worker context, if it is a worker of `pool`), or inline by
+/// its owner after taking it back; never both (the queues hand the task out once). The frame
 /// stays alive until the signal is set (the callback's last access) or the owner took it back.
 #[repr(C)]
-pub(crate) struct StackJob<F, R> {
+pub(crate) struct StackJob<F, R, S: Spawner> {
     task: Task,
     signal: Signal,
+    /// The pool whose worker context the closure gets when stolen (null: none).
+    pool: *const Inner<S>,
+    /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
+    /// waiting owner steals related work from (`scheduler::worker`, leapfrogging).
+    thief: AtomicUsize,
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<JobResult<R>>,
 }
 
-impl<F, R> fmt::Debug for StackJob<F, R> {
+impl<F, R, S: Spawner> fmt::Debug for StackJob<F, R, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StackJob").field("signal", &self.signal).finish_non_exhaustive()
     }
 }
 
-impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
-    #[inline]
-    pub(crate) fn new(func: F) -> Self {
+impl<F, R, S> StackJob<F, R, S>
+where
+    F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+    R: Send,
+    S: Spawner,
+{
+    /// A job running `func` with the worker context of `pool`'s worker that runs it (`None`:
+    /// run where no such context exists, or `pool` is null).
+    #[inline(always)]
+    pub(crate) fn new(func: F, pool: *const Inner<S>) -> Self {
         Self {
             task: Task::new(Self::execute),
             signal: Signal::new(),
+            pool,
+            thief: AtomicUsize::new(0),
             func: UnsafeCell::new(Some(func)),
             result: UnsafeCell::new(JobResult::None),
         }
@@ -149,7 +164,7 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
 
     /// The job's task pointer, projected from a pointer to the whole job so that the callback
     /// may turn it back into the job.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn task(&self) -> NonNull<Task> {
         let job: *const Self = self;
         // SAFETY: `job` points to `self`, live; `task` is a field of it.
@@ -160,16 +175,28 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
         &self.signal
     }
 
+    /// What the owner waits for: the signal, and the worker running the job (if known yet).
+    fn until(&self) -> Until<'_> {
+        let thief = self.thief.load(Ordering::Relaxed);
+        Until { signal: &self.signal, thief: thief.checked_sub(1) }
+    }
+
     /// The task callback: runs the closure on the thread that dequeued the job.
     unsafe extern "C" fn execute(task: *mut Task) {
-        // SAFETY: `task` is the first field of a live `StackJob<F, R>` (repr(C)); the owner
+        // SAFETY: `task` is the first field of a live `StackJob<F, R, S>` (repr(C)); the owner
         // keeps the frame alive until `signal` is set, below.
         let job = unsafe { &*task.cast_const().cast::<Self>() };
+        // SAFETY: a non-null `pool` is the live pool whose worker queued the job (it waits
+        // for the job before its pool can go away).
+        let cx = unsafe { job.pool.as_ref() }.and_then(Inner::current_context);
+        if let Some(cx) = cx {
+            job.thief.store(cx.index() + 1, Ordering::Relaxed);
+        }
         // SAFETY: the job runs once (its task was dequeued once), so nobody else touches
         // `func` or `result` until the signal is set.
         let func = job.func.with_mut(|f| unsafe { (*f).take() });
         let result = match func {
-            Some(f) => call(f),
+            Some(f) => call(|| f(cx)),
             None => JobResult::None,
         };
         // SAFETY: as above; the owner reads `result` only after the signal is set (Release).
@@ -179,15 +206,11 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     }
 
     /// Runs the closure on the owner's thread (the job was taken back or never queued).
-    #[inline]
-    pub(crate) fn run_inline(self) -> R {
-        // Not shared any more: the closure is ours.
-        let func = self.func.with_mut(|f| {
-            // SAFETY: the job is not queued and was never run, so we have exclusive access.
-            unsafe { (*f).take() }
-        });
-        match func {
-            Some(f) => f(),
+    #[inline(always)]
+    pub(crate) fn run_inline(&self, cx: Option<&WorkerContext<S>>) -> R {
+        // SAFETY: the job is not queued and was never run, so we have exclusive access.
+        match self.func.with_mut(|f| unsafe { (*f).take() }) {
+            Some(f) => f(cx),
             None => unreachable!("a job taken back had already run"),
         }
     }
@@ -202,7 +225,7 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     }
 
     /// The closure's value after the signal is set, re-raising its panic.
-    pub(crate) fn into_result(self) -> R {
+    pub(crate) fn into_result(&self) -> R {
         match self.take_result() {
             JobResult::Ok(r) => r,
             #[cfg(feature = "std")]
@@ -212,13 +235,158 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     }
 }
 
-impl<S: Spawner> ThreadPool<S> {
-    /// Runs `a` and `b`, potentially in parallel, and returns both results.
+/// Settles `join`'s second half while its first unwinds: the frame is popped, and `b` is taken
+/// back (and dropped unrun) or, if a thief has it, waited for, so the frame outlives every use.
+/// Dropped only by unwinding: the normal path forgets it. No landing-pad cost on the fast path.
+struct SettleOnUnwind<'a, F, R, S: Spawner>
+where
+    F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+    R: Send,
+{
+    cx: &'a WorkerContext<S>,
+    depth: usize,
+    job: &'a StackJob<F, R, S>,
+}
+
+impl<F, R, S> Drop for SettleOnUnwind<'_, F, R, S>
+where
+    F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+    R: Send,
+    S: Spawner,
+{
+    fn drop(&mut self) {
+        if self.cx.frames.pop(self.depth) && !self.cx.joins_pop_if(self.job.task()) {
+            // A thief runs `b`: wait for it (its panic, if any, is dropped with the job).
+            self.cx.pool().wait_until(self.job.until());
+        }
+    }
+}
+
+impl<S: Spawner> WorkerContext<S> {
+    /// Runs `a` and `b`, potentially in parallel, and returns both results. Each closure gets
+    /// the context of the worker it runs on.
     ///
-    /// On one of this pool's workers, `a` runs inline and `b` is offered to other workers
-    /// without allocating; if nobody took it, this worker runs it after `a` (design notes:
-    /// `src/join/mod.rs`). From any other thread, the whole call runs on the pool
-    /// while the caller parks; if the pool cannot take work, it runs here, sequentially.
+    /// `a` runs inline; `b` stays private to this worker (a latent frame: no shared write, no
+    /// fence, no allocation) and runs inline after `a`, unless another worker asked for work
+    /// meanwhile: then this worker offers its oldest latent `b` for stealing (`join::frame`).
+    /// If `b` was stolen, this worker runs related work (the forks of the computation it
+    /// waits for), and unrelated work only within the nesting bound, until `b` is done
+    /// (`scheduler/context.rs`, "Bounded helping").
+    ///
+    /// A panic in `a` or `b` propagates after both are finished (or, if `a` panicked before
+    /// `b` started, after `b` was taken back and dropped unrun); if both panic, `a`'s wins.
+    ///
+    /// Example: [`WorkerContext`].
+    #[inline]
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(&WorkerContext<S>) -> RA + Send,
+        B: FnOnce(&WorkerContext<S>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let job_b = StackJob::new(
+            move |cx: Option<&WorkerContext<S>>| match cx {
+                Some(cx) => b(cx),
+                None => unreachable!("a join half runs on a worker of its pool"),
+            },
+            self.inner(),
+        );
+        // `b` starts latent: private to this thread (`frame`'s module docs).
+        let depth = self.frames.push(job_b.task());
+        if self.is_hungry() {
+            self.promote();
+        }
+        let settle = SettleOnUnwind { cx: self, depth, job: &job_b };
+        let ra = a(self);
+        core::mem::forget(settle);
+        if self.frames.pop(depth) {
+            return (ra, self.join_promoted(&job_b));
+        }
+        // `b` never left this thread.
+        (ra, job_b.run_inline(Some(self)))
+    }
+
+    /// `b` was offered: take it back if it is still ours, else wait for its thief.
+    #[cold]
+    #[inline(never)]
+    fn join_promoted<F, R>(&self, job_b: &StackJob<F, R, S>) -> R
+    where
+        F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+        R: Send,
+    {
+        if self.joins_pop_if(job_b.task()) {
+            return job_b.run_inline(Some(self));
+        }
+        self.pool().wait_until(job_b.until());
+        job_b.into_result()
+    }
+
+    /// Creates a scope for spawning work that borrows from the caller's frame
+    /// ([`ThreadPool::scope`] on this worker's pool, without looking the worker up).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let hits = AtomicUsize::new(0);
+    /// pool.install(|cx| {
+    ///     cx.scope(|s| {
+    ///         for _ in 0..10 {
+    ///             s.spawn(|_| { hits.fetch_add(1, Ordering::Relaxed); });
+    ///         }
+    ///     })
+    /// })
+    /// .unwrap();
+    /// assert_eq!(hits.into_inner(), 10);
+    /// # }
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope, S>) -> R + Send,
+        R: Send,
+    {
+        self.pool().scope_here(op)
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Runs `op` on one of the pool's workers with that worker's context, and returns its
+    /// value: directly when called on one of this pool's workers, else the caller parks until
+    /// a worker has run it. The context is how code on a worker forks and joins
+    /// ([`WorkerContext::join`]) without looking itself up again.
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] if the pool is shut down, [`Error::Spawn`] if it has no thread and
+    /// cannot start one, [`Error::InvalidArgument`] if the platform has no thread-local slot
+    /// ([`Spawner::current_worker`]) through which a worker finds its context. `op` did not run.
+    ///
+    /// Example: [`WorkerContext`].
+    pub fn install<OP, R>(&self, op: OP) -> Result<R, Error>
+    where
+        OP: FnOnce(&WorkerContext<S>) -> R + Send,
+        R: Send,
+    {
+        if let Some(cx) = self.current_worker() {
+            return Ok(op(cx));
+        }
+        self.run_on_pool(move |cx| cx.map(op)).ok_or_else(|| {
+            let inner = self.inner();
+            if inner.injector.is_closed() {
+                Error::Shutdown
+            } else if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+                Error::Spawn
+            } else {
+                Error::InvalidArgument
+            }
+        })
+    }
+
+    /// Runs `a` and `b`, potentially in parallel, and returns both results: a convenience
+    /// that finds this thread's worker context and calls [`WorkerContext::join`] (from outside
+    /// the pool, the whole call runs on a worker while the caller parks; if the pool cannot
+    /// take work, it runs here, sequentially). Recursive code should take the context instead
+    /// ([`install`](Self::install)): this lookup costs a thread-local read per call.
     ///
     /// With `std`, a panic in either closure is re-raised after both are finished.
     ///
@@ -243,8 +411,7 @@ impl<S: Spawner> ThreadPool<S> {
         RB: Send,
     {
         match self.current_worker() {
-            // SAFETY: `me` is this thread's worker of this pool.
-            Some(me) => unsafe { self.join_on_worker(me, a, b) },
+            Some(cx) => cx.join(|_| a(), |_| b()),
             None => self.join_cold(a, b),
         }
     }
@@ -258,88 +425,11 @@ impl<S: Spawner> ThreadPool<S> {
         RA: Send,
         RB: Send,
     {
-        self.run_on_pool(move || match self.current_worker() {
-            // SAFETY: as in `join`.
-            Some(me) => unsafe { self.join_on_worker(me, a, b) },
+        self.run_on_pool(move |cx| match cx {
+            Some(cx) => cx.join(|_| a(), |_| b()),
             // The pool could not take the job: we are still on the caller's thread.
             None => (a(), b()),
         })
-    }
-
-    /// # Safety
-    /// `me` is the calling thread's own worker of this pool.
-    #[inline]
-    unsafe fn join_on_worker<A, B, RA, RB>(&self, me: &Worker<S>, a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        let job_b = StackJob::new(b);
-        let task_b = job_b.task();
-        // `b` starts latent: private to this thread (`frame`'s module docs).
-        let frame = frame::Frame::new(task_b);
-        // SAFETY: `me` is ours; `frame` stays in this call's frame until the `pop` below, and
-        // calls nest, so inner frames are popped first.
-        unsafe { me.frames.push(&frame) };
-        if self.inner().wants_join_work() {
-            // SAFETY: `me` is this thread's worker of this pool.
-            unsafe { self.promote_oldest_frame(me) };
-        }
-        #[cfg(feature = "std")]
-        let ra = call(a);
-        #[cfg(not(feature = "std"))]
-        let ra = {
-            let guard = AbortOnUnwind;
-            let ra = JobResult::Ok(a());
-            core::mem::forget(guard);
-            ra
-        };
-        // SAFETY: `frame` is our innermost frame (every join inside `a` has returned).
-        let promoted = unsafe { me.frames.pop(&frame) };
-        // SAFETY: we own the deque; a promoted `job_b` stays in this frame until it was taken
-        // back or its signal is set (every path below waits for one or the other).
-        if !promoted || unsafe { me.joins.pop_if(task_b) } {
-            // `b` never left this thread.
-            return match ra {
-                JobResult::Ok(ra) => (ra, job_b.run_inline()),
-                #[cfg(feature = "std")]
-                JobResult::Panic(p) => {
-                    drop(job_b);
-                    resume(p)
-                }
-                JobResult::None => unreachable!(),
-            };
-        }
-        // A thief has `b` (or this thread's own help loop ran it while `a` waited): run other
-        // work until it is done.
-        self.wait_for(job_b.signal());
-        let rb = job_b.take_result();
-        match (ra, rb) {
-            (JobResult::Ok(ra), JobResult::Ok(rb)) => (ra, rb),
-            #[cfg(feature = "std")]
-            (JobResult::Panic(p), _) | (_, JobResult::Panic(p)) => resume(p),
-            _ => unreachable!("a finished join half left no result"),
-        }
-    }
-
-    /// Offers the oldest latent `b` of this worker's joins on its join deque (the biggest piece
-    /// of work it holds) and wakes a thread for it.
-    ///
-    /// # Safety
-    /// `me` is the calling thread's own worker of this pool.
-    #[cold]
-    #[inline(never)]
-    unsafe fn promote_oldest_frame(&self, me: &Worker<S>) {
-        // SAFETY: `me` is ours (caller).
-        let Some(task) = (unsafe { me.frames.oldest_latent() }) else { return };
-        // SAFETY: we own the deque; the frame's `join` takes the task back or waits for it.
-        if unsafe { me.joins.push(task) } {
-            // SAFETY: the task just pushed is the oldest latent frame's.
-            unsafe { me.frames.mark_oldest_promoted() };
-            self.inner().notify_join();
-        }
     }
 
     /// Submits a task for fork-join: on one of this pool's workers it goes on that worker's
@@ -400,9 +490,10 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub unsafe fn submit_fork(&self, task: NonNull<Task>) -> Result<(), crate::Error> {
-        if let Some(me) = self.current_worker() {
-            // SAFETY: our own deque; the task meets `submit`'s contract (the caller's).
-            if unsafe { me.joins.push(task) } {
+        if let Some(cx) = self.current_worker() {
+            // SAFETY: the task meets `submit`'s contract (the caller's), and the forking code
+            // waits for it (its latch).
+            if unsafe { cx.joins_push(task) } {
                 self.inner().notify_join();
                 return Ok(());
             }
@@ -411,15 +502,15 @@ impl<S: Spawner> ThreadPool<S> {
         unsafe { self.submit(task) }
     }
 
-    /// Runs `f` on one of the pool's workers and parks the caller until it is done; runs it
-    /// here if the pool cannot take work. `f` must cope with both (it checks
-    /// `current_worker`).
+    /// Runs `f` on one of the pool's workers (with its context) and parks the caller until it
+    /// is done; runs it here (with `None`) if the pool cannot take work, or where the worker
+    /// that runs it has no context to give (a platform without thread-local storage).
     fn run_on_pool<F, R>(&self, f: F) -> R
     where
-        F: FnOnce() -> R + Send,
+        F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
         R: Send,
     {
-        let job = StackJob::new(f);
+        let job = StackJob::new(f, self.inner());
         // SAFETY: the job lives in this frame until its signal is set (we wait for it below);
         // on error it was not queued and is still ours.
         match unsafe { self.submit(job.task()) } {
@@ -427,7 +518,7 @@ impl<S: Spawner> ThreadPool<S> {
                 self.wait_for(job.signal());
                 job.into_result()
             }
-            Err(_) => job.run_inline(),
+            Err(_) => job.run_inline(None),
         }
     }
 
@@ -464,12 +555,12 @@ impl<S: Spawner> ThreadPool<S> {
         if self.is_worker_thread() {
             self.scope_here(op)
         } else {
-            self.run_on_pool(move || self.scope_here(op))
+            self.run_on_pool(move |_| self.scope_here(op))
         }
     }
 
     /// The scope on the calling thread (a worker helps while it waits; another thread parks).
-    fn scope_here<'scope, OP, R>(&self, op: OP) -> R
+    pub(crate) fn scope_here<'scope, OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&Scope<'scope, S>) -> R + Send,
         R: Send,
@@ -580,9 +671,11 @@ impl<'scope, S: Spawner> Scope<'scope, S> {
         let task = unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job).task)) };
         // SAFETY: `self.pool` outlives the scope (the scope lives inside the pool's `scope`).
         let pool = unsafe { &*self.pool };
+        // Forked, not submitted: the scope's waiter runs its own spawns first, as related work
+        // (`scheduler/context.rs`, "Bounded helping"), so nested scopes nest like the recursion.
         // SAFETY: the box lives until its callback runs (and frees it); the scope waits for
         // the latch unit added above, so everything `f` borrows outlives the run.
-        if unsafe { pool.submit(task) }.is_err() {
+        if unsafe { pool.submit_fork(task) }.is_err() {
             // Not queued (the pool is shut down): still ours, run it here.
             // SAFETY: the task was not queued; this is its one run.
             unsafe { Task::run(task) };
@@ -693,12 +786,16 @@ pub mod loom_api {
         }
     }
 
-    /// The stack job `join` builds for its second closure (`join::StackJob`).
-    pub struct StackJob<F, R>(super::StackJob<F, R>);
+    /// The stack job `join` builds for its second closure (`join::StackJob`), run without a
+    /// worker context (the models run it on plain loom threads).
+    pub struct StackJob<R>(super::StackJob<Body<R>, R, crate::loom_support::LoomSpawner>);
 
-    impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
-        pub fn new(f: F) -> Self {
-            Self(super::StackJob::new(f))
+    type Body<R> = alloc::boxed::Box<dyn FnOnce(Option<&crate::WorkerContext<crate::loom_support::LoomSpawner>>) -> R + Send>;
+
+    impl<R: Send + 'static> StackJob<R> {
+        pub fn new(f: impl FnOnce() -> R + Send + 'static) -> Self {
+            let body: Body<R> = alloc::boxed::Box::new(move |_| f());
+            Self(super::StackJob::new(body, core::ptr::null()))
         }
         pub fn task(&self) -> NonNull<Task> {
             self.0.task()
@@ -707,7 +804,7 @@ pub mod loom_api {
             self.0.signal()
         }
         pub fn run_inline(self) -> R {
-            self.0.run_inline()
+            self.0.run_inline(None)
         }
         pub fn into_result(self) -> R {
             self.0.into_result()

@@ -105,6 +105,10 @@ impl<P> ThreadSpawner<P> {
     }
 }
 
+/// The stack size `std::thread` gives a thread when neither the builder nor `RUST_MIN_STACK`
+/// says otherwise.
+const STD_DEFAULT_STACK: usize = 2 << 20;
+
 // SAFETY: `spawn` runs `start` once on a new thread iff it returns Ok; `join_all` joins every
 // thread spawned (see the module docs for why none can be missed); the thread-local slot is
 // per thread.
@@ -157,6 +161,14 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
 
     fn available_parallelism(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// `requested`, or for 0 what `std::thread` gives: `RUST_MIN_STACK` if set, else 2 MiB.
+    fn stack_size(&self, requested: usize) -> usize {
+        if requested != 0 {
+            return requested;
+        }
+        std::env::var("RUST_MIN_STACK").ok().and_then(|v| v.parse().ok()).unwrap_or(STD_DEFAULT_STACK)
     }
 
     #[inline]

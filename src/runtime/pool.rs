@@ -136,7 +136,7 @@ impl<S: Spawner> ThreadPool<S> {
             Some(me) => {
                 inner.push_lifo(me, task);
                 inner.notify(false);
-                me.stats.spawned.bump_owned();
+                me.worker().stats.spawned.bump_owned();
                 Ok(())
             }
             // SAFETY: a fresh task: SCHEDULED, with the queue's reference; valid until its

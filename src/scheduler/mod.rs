@@ -20,6 +20,7 @@
 //!    linking its task while the workers left (it waits that out) — so no accepted task is
 //!    dropped.
 
+pub(crate) mod context;
 pub(crate) mod interval;
 pub(crate) mod sleep;
 pub(crate) mod stats;
@@ -38,7 +39,8 @@ use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
 use stats::Counters;
 pub use stats::WorkerStats;
-use worker::Worker;
+pub use context::{WorkerContext, MAX_UNRELATED_NESTING};
+use worker::{Until, Worker};
 
 /// How to build a pool.
 ///
@@ -200,6 +202,29 @@ pub(crate) struct Inner<S: Spawner> {
     /// Async runtime state: references held by live tasks (they keep this memory alive past
     /// the handle's drop), runtime counters. See `runtime::pool`.
     pub(crate) runtime: crate::runtime::PoolRuntime,
+}
+
+impl<S: Spawner> Inner<S> {
+    /// This thread's worker context, if this thread is one of this pool's workers.
+    #[inline]
+    pub(crate) fn current_context(&self) -> Option<&WorkerContext<S>> {
+        let cx = self.spawner.current_worker();
+        if cx.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null current worker was stored on this thread by some pool's
+        // `worker_main` (a `WorkerContext<_>` in its frame, live while the thread runs the
+        // pool's loop, which encloses everything this thread runs meanwhile) or by a blocking
+        // pool (a struct with the same first field); both are repr(C) with the pool pointer
+        // first, so reading that field is valid whatever the type.
+        let pool = unsafe { *cx.cast::<*const ()>() };
+        if pool != ptr::from_ref(self).cast::<()>() {
+            return None;
+        }
+        // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
+        // this thread's (the slot is thread-local) and outlives this call (see above).
+        Some(unsafe { &*cx.cast::<WorkerContext<S>>() })
+    }
 }
 
 impl<S: Spawner> Drop for Inner<S> {
@@ -420,25 +445,11 @@ impl<S: Spawner> ThreadPool<S> {
         self.current_worker().is_some()
     }
 
-    /// This thread's worker, if this thread is one of this pool's workers.
+    /// This thread's worker context, if this thread is one of this pool's workers: the one
+    /// thread-local lookup of an entry point (`scheduler/context.rs`).
     #[inline]
-    pub(crate) fn current_worker(&self) -> Option<&Worker<S>> {
-        let inner = self.inner();
-        let worker = inner.spawner.current_worker();
-        if worker.is_null() {
-            return None;
-        }
-        // The worker lives until its pool is dropped, which cannot happen while this thread
-        // runs in it.
-        // SAFETY: a non-null current worker was stored by some pool's `worker_main` on this
-        // thread (Spawner contract) and outlives this call; every `Worker<_>` is repr(C) with
-        // `pool` first, so reading that field is valid whatever its spawner type.
-        let pool = unsafe { *worker.cast::<*const ()>() };
-        if pool != ptr::from_ref(inner).cast::<()>() {
-            return None;
-        }
-        // SAFETY: same pool, so the worker's type is `Worker<S>`.
-        Some(unsafe { &*worker.cast::<Worker<S>>() })
+    pub(crate) fn current_worker(&self) -> Option<&WorkerContext<S>> {
+        self.inner().current_context()
     }
 
     /// Submits one task.
@@ -602,11 +613,17 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn wait_for(&self, signal: &crate::Signal) {
+        self.wait_until(Until { signal, thief: None });
+    }
+
+    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half).
+    pub(crate) fn wait_until(&self, until: Until<'_>) {
+        let signal = until.signal;
         if signal.is_set() {
             return;
         }
         match self.current_worker() {
-            Some(me) => self.help_until(me, signal),
+            Some(cx) => self.inner().run_until(cx, Some(until)),
             None => {
                 let parker = self.inner().spawner.new_parker();
                 // SAFETY: we are the only waiter; `parker` lives until the signal is set
@@ -632,50 +649,6 @@ impl<S: Spawner> ThreadPool<S> {
     /// Example: [`CountLatch`](crate::CountLatch).
     pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
         self.wait_for(latch.close());
-    }
-
-    /// A worker waits for `signal`: run what there is, else sleep in the protocol.
-    fn help_until(&self, me: &Worker<S>, signal: &crate::Signal) {
-        use sleep::Waited;
-        let inner = self.inner();
-        // SAFETY: we are the only waiter; a worker's parker lives until the pool is dropped.
-        if !unsafe { signal.register(crate::latch::Waiter::new(&me.parker)) } {
-            return;
-        }
-        let done = || signal.is_setting();
-        let mut is_waking = false;
-        while !done() {
-            if let Some((task, pushed)) = inner.find_work(me) {
-                if is_waking || pushed {
-                    inner.notify(is_waking);
-                }
-                is_waking = false;
-                inner.run_task(me, task);
-                continue;
-            }
-            match inner.wait_or(me, is_waking, Some(&done)) {
-                Waited::Notified(waking) => is_waking = waking,
-                Waited::Done => return,
-                Waited::Shutdown => {
-                    // Draining: keep running what we find; the setter unparks us.
-                    while !done() {
-                        match inner.find_work(me) {
-                            Some((task, _)) => inner.run_task(me, task),
-                            None => me.parker.park(),
-                        }
-                    }
-                    return;
-                }
-            }
-        }
-        if is_waking {
-            inner.notify(true);
-        } else if !me.ring.is_empty() {
-            // We go back to the waiting task's code, maybe for long: tasks left in our ring
-            // that were re-queued with the cheap notification (README, "Self-requeued tasks")
-            // get a full one, so a sleeping worker takes them meanwhile.
-            inner.notify(false);
-        }
     }
 
     /// The pool has no thread: start one before accepting work, so a pool that can never run

@@ -19,15 +19,12 @@
 
 use core::ptr::NonNull;
 
+use super::context::WorkerContext;
 use super::worker::Worker;
 use super::Inner;
 use crate::platform::{Parker, Spawner};
 use crate::sync::{fence, spin_hint, Ordering};
 use crate::sync_word::{State, Sync};
-
-/// `wait` found the pool shutting down.
-#[derive(Debug)]
-pub(crate) struct ShutdownSeen;
 
 /// How `wait_or` ended.
 #[derive(Debug)]
@@ -219,24 +216,14 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Called by a worker that found no work. Returns whether it is (now) the waking thread,
-    /// after a notification woke it; or that the pool is shutting down.
-    #[inline]
-    pub(crate) fn wait(&self, me: &Worker<S>, is_waking: bool) -> Result<bool, ShutdownSeen> {
-        match self.wait_or(me, is_waking, None) {
-            Waited::Notified(waking) => Ok(waking),
-            Waited::Shutdown => Err(ShutdownSeen),
-            Waited::Done => unreachable!("no done condition given"),
-        }
-    }
-
-    /// `wait`, which also returns as soon as `done()` is true (for a worker that waits for a
-    /// latch or join handle while helping). The condition's setter must unpark `me.parker`
-    /// after making `done()` true.
-    pub(crate) fn wait_or(&self, me: &Worker<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
+    /// Called by a worker that found no work: goes idle (raising the other workers' hungry
+    /// flags) and sleeps until a notification, which it consumes: `Notified(true)` if it is
+    /// now the waking thread. Returns `Shutdown` when the pool is shutting down, and, with a
+    /// `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
+    /// the condition's setter must unpark the worker's parker after making it true.
+    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
         // Going idle: the injector interval's window in progress measures no poll time now.
-        // SAFETY: `me` is this thread's own worker.
-        unsafe { me.interval.interrupt() };
+        cx.interrupt_interval();
         let is_done = || done.is_some_and(|d| d());
         let mut is_idle = false;
         let mut s = self.load_sync(Ordering::Relaxed);
@@ -293,6 +280,10 @@ impl<S: Spawner> Inner<S> {
                         if leaving {
                             return Waited::Done;
                         }
+                        if !is_idle {
+                            // Out of work: ask the busy workers to offer their latent joins.
+                            self.raise_hunger(cx.worker());
+                        }
                         is_waking = false;
                         is_idle = true;
                         s = new;
@@ -304,7 +295,7 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            self.park(me, &is_done);
+            self.park(cx.worker(), &is_done);
             s = self.load_sync(Ordering::Relaxed);
         }
     }

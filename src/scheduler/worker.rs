@@ -51,12 +51,14 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
-use super::interval::InjectorInterval;
+use super::context::WorkerContext;
+use super::sleep::Waited;
 use super::stats::Counters;
 use super::Inner;
+use crate::latch::Signal;
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
-use crate::sync::{fence, AtomicPtr, AtomicU32, CachePadded, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicPtr, CachePadded, Ordering};
 use crate::task::Task;
 
 /// Most LIFO-slot tasks run in a row before the ring gets a turn (text 003).
@@ -66,34 +68,22 @@ pub(crate) const MAX_LIFO_STREAK: u32 = 3;
 pub(crate) const BUDGET_PER_TICK: usize = 128;
 const _: () = assert!(BUDGET_PER_TICK.is_power_of_two());
 
-/// One worker thread's state.
-///
-/// `#[repr(C)]` with `pool` first: the thread-local "current worker" pointer is type-erased,
-/// and `ThreadPool::current_worker` reads `pool` through it before knowing the worker's type.
-#[repr(C)]
+/// The part of a worker that other threads touch (thieves, notifiers, stats readers, shutdown).
+/// What only the worker's own thread touches is its [`WorkerContext`] (`context.rs`).
 pub(crate) struct Worker<S: Spawner> {
-    /// The pool this worker belongs to (type-erased `*const Inner<S>`).
-    pub(crate) pool: *const (),
     /// The next worker in the pool's list (older). Immutable once the worker is published.
     pub(crate) next: *mut Worker<S>,
     /// Position in the idle map and the worker table.
     pub(crate) index: usize,
+    /// Raised by idle workers that want work; read by this worker's `join`s, lowered when one
+    /// promotes a latent frame (`context.rs`, "The hungry flag"). Relaxed: a hint.
+    pub(crate) hungry: AtomicBool,
     /// The newest task scheduled LIFO on this worker; stealable when the ring is empty.
     pub(crate) lifo: AtomicPtr<Task>,
-    /// Searches left until the next injector-first search (owner-only: atomic only so
-    /// `Worker` is `Sync`; Relaxed load/store).
-    tick: AtomicU32,
-    /// How many searches from one injector-first search to the next (`interval.rs`).
-    pub(crate) interval: InjectorInterval,
-    /// LIFO-slot tasks run in a row (owner-only, as `tick`).
-    lifo_streak: AtomicU32,
     /// The worker's own tasks.
     pub(crate) ring: Ring,
     /// Fork-join jobs offered by `join` on this worker (owner LIFO, thieves take the oldest).
     pub(crate) joins: crate::join::deque::JoinDeque,
-    /// The `join`s running on this thread, with their not-yet-offered second halves
-    /// (`join::frame`; owner-only).
-    pub(crate) frames: crate::join::frame::FrameStack,
     /// The worker sleeps on this.
     pub(crate) parker: S::Parker,
     /// What this worker did (`stats.rs`). Written only by this worker (Relaxed load + store);
@@ -129,6 +119,15 @@ impl<S: Spawner> core::fmt::Debug for Worker<S> {
     }
 }
 
+/// What a wait waits for: a signal, and, when it is a stolen join half's, the worker that stole
+/// it (whose join deque holds the forks of that half: related work, "leapfrogging").
+#[derive(Clone, Copy)]
+pub(crate) struct Until<'a> {
+    pub(crate) signal: &'a Signal,
+    /// Index of the worker running the awaited job, if known.
+    pub(crate) thief: Option<usize>,
+}
+
 impl<S: Spawner> Inner<S> {
     pub(crate) fn thread_start(&self) -> ThreadStart {
         ThreadStart { entry: worker_main::<S>, arg: ptr::from_ref(self).cast_mut().cast::<c_void>() }
@@ -141,16 +140,14 @@ impl<S: Spawner> Inner<S> {
         // started thread gets a slot.
         assert!(index < self.worker_table.len(), "more threads started than max_threads");
         let worker = Box::new(Worker {
-            pool: ptr::from_ref(self).cast::<()>(),
             next: ptr::null_mut(),
             index,
+            // Up: the first join on this worker offers work, so a pool that may still start
+            // threads starts one (context.rs, "The hungry flag").
+            hungry: AtomicBool::new(true),
             lifo: AtomicPtr::new(ptr::null_mut()),
-            tick: AtomicU32::new(0),
-            interval: InjectorInterval::new(),
-            lifo_streak: AtomicU32::new(0),
             ring: Ring::new(),
             joins: crate::join::deque::JoinDeque::new(),
-            frames: crate::join::frame::FrameStack::new(),
             parker: self.spawner.new_parker(),
             stats: CachePadded(Counters::default()),
         });
@@ -168,49 +165,124 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// The worker loop: wait for a notification, run everything there is, repeat; after
-    /// shutdown, run what is left and exit.
-    fn run(&self, me: &Worker<S>) {
+    /// The one waiting loop. `until: None` is the worker's own loop: wait for a notification,
+    /// run everything there is, repeat; after shutdown, run what is left and return. With a
+    /// condition it is a wait inside a task (a stolen join half, a latch, a join handle): run
+    /// work until the signal is set, related work first and unrelated work only within the
+    /// nesting bound (`context.rs`, "Bounded helping"), sleeping in the pool's sleep protocol
+    /// (or, past the bound, on the worker's parker) when there is none.
+    pub(crate) fn run_until(&self, cx: &WorkerContext<S>, until: Option<Until<'_>>) {
+        let me = cx.worker();
+        if let Some(until) = until {
+            // SAFETY: we are the only waiter; a worker's parker lives until the pool is dropped.
+            if !unsafe { until.signal.register(crate::latch::Waiter::new(&me.parker)) } {
+                return;
+            }
+        }
+        let done = || until.is_some_and(|u| u.signal.is_setting());
         let mut is_waking = false;
+        let mut draining = false;
+        // The worker's own loop starts by consuming the notification that started its thread.
+        let mut search = until.is_some();
         loop {
-            match self.wait(me, is_waking) {
-                Ok(waking) => is_waking = waking,
-                Err(_shutdown) => match self.find_work(me) {
-                    // Drain: queued work still runs after shutdown began.
-                    Some((task, _)) => {
-                        self.run_task(me, task);
+            if search {
+                while !done() {
+                    let found = match until {
+                        None => self.find_work(cx).map(|(task, pushed)| (task, pushed, false)),
+                        Some(until) => match self.find_for_wait(cx, until) {
+                            Found::Task(task, pushed, unrelated) => Some((task, pushed, unrelated)),
+                            Found::Nothing => None,
+                            Found::Bounded => {
+                                self.block_until(cx, until.signal, is_waking);
+                                return;
+                            }
+                        },
+                    };
+                    let Some((task, pushed, unrelated)) = found else { break };
+                    if is_waking || pushed {
+                        self.notify(is_waking);
+                    }
+                    is_waking = false;
+                    if unrelated {
+                        cx.nest_unrelated(|| self.run_task(cx, task));
+                    } else {
+                        self.run_task(cx, task);
+                    }
+                    if until.is_none() {
+                        // The busy path: this worker's own tasks back to back, no notification
+                        // owed (the yield loop: ~10 instructions fewer per task than going
+                        // round `find_work`'s result and the waking test).
+                        while let Some(task) = self.find_local(cx) {
+                            self.run_task(cx, task);
+                        }
+                    }
+                }
+            }
+            search = true;
+            if done() {
+                break;
+            }
+            if draining {
+                match until {
+                    // Drained: a submit accepted just before the injector closed may still be
+                    // linking its batch; `shutdown` waits for it after joining us and runs it.
+                    None => return,
+                    // A wait during shutdown: its setter unparks us.
+                    Some(_) => {
+                        me.parker.park();
                         continue;
                     }
-                    // A submit accepted just before the injector closed may still be linking
-                    // its batch; `shutdown` waits for it after joining us and runs it itself.
-                    None => return,
-                },
-            }
-            while let Some((task, pushed)) = self.find_work(me) {
-                if is_waking || pushed {
-                    self.notify(is_waking);
-                }
-                is_waking = false;
-                self.run_task(me, task);
-                // The busy path: this worker's own tasks back to back, no notification owed
-                // (the yield loop: ~10 instructions fewer per task than going round
-                // `find_work`'s result and the waking test).
-                while let Some(task) = self.find_local(me) {
-                    self.run_task(me, task);
                 }
             }
+            match self.wait_or(cx, is_waking, until.map(|_| &done as &dyn Fn() -> bool)) {
+                Waited::Notified(waking) => is_waking = waking,
+                Waited::Done => return,
+                // Drain: queued work still runs after shutdown began.
+                Waited::Shutdown => draining = true,
+            }
+        }
+        self.leave_wait(cx, is_waking);
+    }
+
+    /// A wait is over and the worker goes back to the waiting task's code, maybe for long.
+    fn leave_wait(&self, cx: &WorkerContext<S>, is_waking: bool) {
+        if is_waking {
+            self.notify(true);
+        } else if !cx.worker().ring.is_empty() {
+            // Tasks left in our ring that were re-queued with the cheap notification (README,
+            // "Self-requeued tasks") get a full one, so a sleeping worker takes them meanwhile.
+            self.notify(false);
         }
     }
 
-    /// Runs a task `find_work` returned on worker `me` (this thread's): counts it, runs it,
+    /// A wait past its nesting bound (`context.rs`, "Bounded helping"): no related work is
+    /// left, and unrelated work may not nest here. Tell the pool about the queued work this
+    /// worker will not run (a notification wakes an idle worker or starts a thread, if the pool
+    /// has room; the waking right, if we hold it, is handed on), then sleep on our parker,
+    /// outside the sleep protocol (not idle: a notification must not pick us), until the
+    /// signal's setter unparks us.
+    #[cold]
+    #[inline(never)]
+    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, is_waking: bool) {
+        let me = cx.worker();
+        if is_waking || !me.ring.is_empty() || !me.lifo.load(Ordering::Relaxed).is_null() || !self.injector.is_empty() {
+            self.notify(is_waking);
+        }
+        cx.interrupt_interval();
+        while !signal.is_setting() {
+            me.parker.park();
+        }
+    }
+
+    /// Runs a task `find_work` returned on worker `cx` (this thread's): counts it, runs it,
     /// and ends the tick when its budget is spent.
     #[inline]
-    pub(crate) fn run_task(&self, me: &Worker<S>, task: NonNull<Task>) {
-        let runs = me.stats.polled.bump_owned();
+    pub(crate) fn run_task(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+        let runs = cx.worker().stats.polled.bump_owned();
         // SAFETY: `find_work` dequeued the task, so this is its one run.
         unsafe { Task::run(task) };
         if runs % BUDGET_PER_TICK == 0 {
-            self.end_tick(me);
+            self.end_tick(cx);
         }
     }
 
@@ -221,13 +293,14 @@ impl<S: Spawner> Inner<S> {
     /// to sleep at that instant learns of them within one tick.
     #[cold]
     #[inline(never)]
-    fn end_tick(&self, me: &Worker<S>) {
-        me.tick.store(0, Ordering::Relaxed);
-        me.lifo_streak.store(0, Ordering::Relaxed);
+    fn end_tick(&self, cx: &WorkerContext<S>) {
+        let me = cx.worker();
+        cx.tick.set(0);
+        cx.lifo_streak.set(0);
         if !me.lifo.load(Ordering::Relaxed).is_null() {
             // Acquire pairs with the Release swap in `push_lifo`, as in `pop_lifo`.
             if let Some(task) = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
-                self.push_ring(me, task);
+                self.push_ring(cx, task);
             }
         }
         if !me.ring.is_empty() {
@@ -238,75 +311,98 @@ impl<S: Spawner> Inner<S> {
     /// Finds a task (see the module docs for the order). The bool says whether more tasks
     /// were moved into our ring (so another thread may be woken to share them).
     #[inline]
-    pub(crate) fn find_work(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
+    pub(crate) fn find_work(&self, cx: &WorkerContext<S>) -> Option<(NonNull<Task>, bool)> {
         // `tick` counts down to the next injector-first search (cheaper than a modulo).
-        let tick = me.tick.load(Ordering::Relaxed);
+        let tick = cx.tick.get();
         if tick == 0 {
             // The end of an interval window: one clock read, the interval retuned.
-            // SAFETY: `me` is this thread's own worker.
-            let interval = unsafe { me.interval.end_window(self.spawner.now_ns(), me.stats.polled.get()) };
-            me.tick.store(interval - 1, Ordering::Relaxed);
-            if let Some(found) = self.take_from_injector(me) {
+            cx.tick.set(cx.end_interval_window() - 1);
+            if let Some(found) = self.take_from_injector(cx) {
                 return Some(found);
             }
         } else {
-            me.tick.store(tick - 1, Ordering::Relaxed);
+            cx.tick.set(tick - 1);
         }
-        if let Some(task) = self.pop_local(me) {
+        if let Some(task) = self.pop_local(cx) {
             return Some((task, false));
         }
-        self.find_work_slow(me)
+        self.find_work_slow(cx)
+    }
+
+    /// The search of a worker waiting inside a task: related work first, then, within the
+    /// nesting bound, everything `find_work` looks at (context.rs, "Bounded helping").
+    #[inline]
+    fn find_for_wait(&self, cx: &WorkerContext<S>, until: Until<'_>) -> Found {
+        // Our own forks, newest first: the innermost computation we wait for.
+        if let Some(task) = cx.joins_pop() {
+            return Found::Task(task, false, false);
+        }
+        // Leapfrogging: the forks of the half we wait for, on the deque of its thief.
+        if let Some(victim) = until.thief.and_then(|index| self.worker_at(index)) {
+            // SAFETY: workers live until the pool is dropped.
+            let victim = unsafe { victim.as_ref() };
+            if let Some(task) = victim.joins.steal() {
+                cx.worker().count_steal(1);
+                return Found::Task(task, false, false);
+            }
+        }
+        if !cx.may_run_unrelated() {
+            return Found::Bounded;
+        }
+        match self.find_work(cx) {
+            Some((task, pushed)) => Found::Task(task, pushed, true),
+            None => Found::Nothing,
+        }
     }
 
     /// `find_work` while it would only look at this worker's own queues: `None` when the
     /// search is an injector-first one (leaving it to `find_work`) or there is no local task.
     #[inline(always)]
-    fn find_local(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
-        let tick = me.tick.load(Ordering::Relaxed);
+    fn find_local(&self, cx: &WorkerContext<S>) -> Option<NonNull<Task>> {
+        let tick = cx.tick.get();
         if tick == 0 {
             return None;
         }
-        me.tick.store(tick - 1, Ordering::Relaxed);
-        self.pop_local(me)
+        cx.tick.set(tick - 1);
+        self.pop_local(cx)
     }
 
     /// Steps 1 and 2 of the search: the LIFO slot, then the ring.
     #[inline(always)]
-    fn pop_local(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
-        if let Some(task) = self.pop_lifo(me) {
+    fn pop_local(&self, cx: &WorkerContext<S>) -> Option<NonNull<Task>> {
+        if let Some(task) = self.pop_lifo(cx) {
             return Some(task);
         }
-        // SAFETY: `me` is this thread's own worker.
-        unsafe { me.ring.pop() }
+        cx.ring_pop()
     }
 
     /// Owner: takes the LIFO slot's task, unless it ran `MAX_LIFO_STREAK` in a row; then the
     /// slot's task goes to the back of the ring instead.
     #[inline]
-    fn pop_lifo(&self, me: &Worker<S>) -> Option<NonNull<Task>> {
+    fn pop_lifo(&self, cx: &WorkerContext<S>) -> Option<NonNull<Task>> {
+        let me = cx.worker();
         if me.lifo.load(Ordering::Relaxed).is_null() {
-            me.lifo_streak.store(0, Ordering::Relaxed);
+            cx.lifo_streak.set(0);
             return None;
         }
         // Acquire pairs with the Release swap in `push_lifo` (our own, or none: only the owner
         // fills the slot; thieves only empty it).
         let task = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire))?;
-        let streak = me.lifo_streak.load(Ordering::Relaxed);
+        let streak = cx.lifo_streak.get();
         if streak < MAX_LIFO_STREAK {
-            me.lifo_streak.store(streak + 1, Ordering::Relaxed);
+            cx.lifo_streak.set(streak + 1);
             me.stats.lifo_hits.bump_owned();
             return Some(task);
         }
-        me.lifo_streak.store(0, Ordering::Relaxed);
-        self.push_ring(me, task);
+        cx.lifo_streak.set(0);
+        self.push_ring(cx, task);
         None
     }
 
     /// Owner: pushes to the back of our ring, spilling half of it to the injector when full.
     #[inline]
-    pub(crate) fn push_ring(&self, me: &Worker<S>, task: NonNull<Task>) {
-        // SAFETY: `me` is this thread's own worker; the task is exclusively ours.
-        if let Err(overflow) = unsafe { me.ring.push(task) } {
+    pub(crate) fn push_ring(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+        if let Err(overflow) = cx.ring_push(task) {
             self.spill(overflow);
         }
     }
@@ -321,23 +417,23 @@ impl<S: Spawner> Inner<S> {
 
     /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring.
     #[inline]
-    pub(crate) fn push_lifo(&self, me: &Worker<S>, task: NonNull<Task>) {
+    pub(crate) fn push_lifo(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         // Release: a thief that swaps the task out sees its contents.
-        let prev = me.lifo.swap(task.as_ptr(), Ordering::AcqRel);
+        let prev = cx.worker().lifo.swap(task.as_ptr(), Ordering::AcqRel);
         if let Some(prev) = NonNull::new(prev) {
-            self.push_ring(me, prev);
+            self.push_ring(cx, prev);
         }
     }
 
     #[inline(never)]
-    fn find_work_slow(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
+    fn find_work_slow(&self, cx: &WorkerContext<S>) -> Option<(NonNull<Task>, bool)> {
+        let me = cx.worker();
         // Our own join jobs, newest first: non-empty only while a `join` of ours waits inside
-        // its first closure (it helps), and the newest one belongs to the innermost join.
-        // SAFETY: `me` is this thread's own worker.
-        if let Some(task) = unsafe { me.joins.pop() } {
+        // its first closure (it helps), or a task forked and returned without waiting.
+        if let Some(task) = cx.joins_pop() {
             return Some((task, false));
         }
-        if let Some(found) = self.take_from_injector(me) {
+        if let Some(found) = self.take_from_injector(cx) {
             return Some(found);
         }
         let head = self.workers.load(Ordering::Acquire);
@@ -347,8 +443,7 @@ impl<S: Spawner> Inner<S> {
             // SAFETY: workers live until the pool is dropped; `next` is immutable.
             let v = unsafe { &*victim };
             if !v.ring.is_empty() {
-                // SAFETY: `me.ring` is our own ring.
-                if let Some(stolen) = unsafe { v.ring.steal_into(&me.ring) } {
+                if let Some(stolen) = cx.steal_ring(v) {
                     me.count_steal(1 + stolen.queued as usize);
                     return Some((stolen.task, stolen.queued > 0));
                 }
@@ -368,6 +463,21 @@ impl<S: Spawner> Inner<S> {
         None
     }
 
+    /// Raises the hungry flag of every other worker (this one found no work): the next `join`
+    /// on each offers its oldest latent frame (`context.rs`, "The hungry flag"). A flag already
+    /// up is not written again, so idle workers do not pull busy workers' lines back and forth.
+    pub(crate) fn raise_hunger(&self, me: &Worker<S>) {
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while let Some(w) = NonNull::new(worker) {
+            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
+            let w = unsafe { w.as_ref() };
+            if !ptr::eq(w, me) && !w.hungry.load(Ordering::Relaxed) {
+                w.hungry.store(true, Ordering::Relaxed);
+            }
+            worker = w.next;
+        }
+    }
+
     /// Takes one task from the injector to run; with an empty ring, its fair share of the
     /// queue in all (a batch: design text 003, `fair_share`).
     ///
@@ -376,10 +486,11 @@ impl<S: Spawner> Inner<S> {
     /// back out at its next overflow, and with more tasks in flight than a ring holds (a
     /// yield loop over 10,000 tasks) they bounced between the two queues without running:
     /// 2.9 injector pops per poll (callgrind, `examples/yield_probe.rs`).
-    fn take_from_injector(&self, me: &Worker<S>) -> Option<(NonNull<Task>, bool)> {
+    fn take_from_injector(&self, cx: &WorkerContext<S>) -> Option<(NonNull<Task>, bool)> {
         if self.injector.is_empty() {
             return None;
         }
+        let me = cx.worker();
         let mut consumer = self.injector.try_lock()?;
         let found = consumer.pop().map(|first| {
             // A batch only into an empty ring (see above); `len` is exact for the owner.
@@ -391,9 +502,8 @@ impl<S: Spawner> Inner<S> {
             let mut moved = 0;
             while moved < room {
                 let Some(task) = consumer.pop() else { break };
-                // SAFETY: our own ring; `room` slots are free and only we push to it, so `push`
-                // cannot overflow.
-                let pushed = unsafe { me.ring.push(task) };
+                // `room` slots are free and only we push to our ring, so this cannot overflow.
+                let pushed = cx.ring_push(task);
                 debug_assert!(pushed.is_ok());
                 moved += 1;
             }
@@ -420,6 +530,16 @@ impl<S: Spawner> Inner<S> {
         }
         found
     }
+}
+
+/// What a waiting worker's search found.
+enum Found {
+    /// A task; whether more were moved into our ring; whether it is unrelated work.
+    Task(NonNull<Task>, bool, bool),
+    /// Nothing anywhere.
+    Nothing,
+    /// No related work, and unrelated work may not nest here (`context.rs`).
+    Bounded,
 }
 
 /// Most tasks a batch from the injector takes: half a ring. (Design text 003 says 64: with 64,
@@ -463,9 +583,12 @@ unsafe extern "C" fn worker_main<S: Spawner>(arg: *mut c_void) {
     // SAFETY: the caller's contract.
     let pool = unsafe { &*arg.cast_const().cast::<Inner<S>>() };
     let worker = pool.register();
-    pool.spawner.set_current_worker(worker.as_ptr().cast_const().cast());
-    // SAFETY: the worker lives until the pool is dropped, after this thread is joined.
-    pool.run(unsafe { worker.as_ref() });
+    let stack_top = 0u8;
+    // The owner-only half of the worker: it lives in this frame, on this thread, while the
+    // thread runs the pool's loop, and the thread-local slot points to it meanwhile.
+    let cx = WorkerContext::new(pool, worker, ptr::from_ref(&stack_top) as usize);
+    pool.spawner.set_current_worker(ptr::from_ref(&cx).cast());
+    pool.run_until(&cx, None);
     pool.spawner.set_current_worker(ptr::null());
     pool.unregister_thread();
 }

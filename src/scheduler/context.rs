@@ -1,0 +1,288 @@
+//! The worker context: the part of a worker that only its own thread touches.
+//!
+//! A worker's state is split in two. The **remote** part ([`Worker`]) is what other threads
+//! touch: the steal ends of its ring and join deque, its LIFO slot, its parker, its counters and
+//! its *hungry* flag. It lives on the heap, in the pool's list, until the pool is dropped. The
+//! **core** ([`WorkerContext`]) is what only the worker's own thread touches: the owner ends of
+//! those queues, the injector countdown, the LIFO streak, the adaptive interval, the stack of
+//! latent join frames, and the nesting bookkeeping of waits. It lives in the worker thread's
+//! entry frame (`worker_main`), for exactly as long as the thread runs the pool's loop.
+//!
+//! The type is the proof of ownership: `WorkerContext` is neither `Send` nor `Sync`, and the
+//! only way to get one is to be running on that worker: the worker loop holds it and passes it
+//! down, [`ThreadPool::install`](crate::ThreadPool::install) and the conveniences built on it
+//! look it up once (in the platform's thread-local slot, [`Spawner::current_worker`]) and pass
+//! it down from there, and a [`join`](WorkerContext::join) hands it to both halves (the thief's
+//! own context when a half was stolen). So code holding a `&WorkerContext` is on the owning
+//! thread, and the owner-only operations of the queues are sound by construction: they are
+//! methods of this type, each relying on this one invariant.
+//!
+//! # The hungry flag (demand-driven promotion)
+//! A latent `join` (`join::frame`) reads one owner-local word per call: its worker's hungry
+//! flag. A worker that runs out of work raises the flag of every other worker (`sleep.rs`,
+//! when it goes idle); a new worker starts with its own flag up, so the first join on a pool
+//! that may still start threads offers work. The next `join` on a flagged worker lowers its
+//! flag and promotes its oldest latent frame (the join deque, and a wake-up). No timer thread,
+//! no shared read per join: the flag's cache line is written only when a worker goes idle.
+//!
+//! # Bounded helping
+//! A worker that waits (a stolen join half, a latch, a join handle) runs **related** work
+//! first, always: its own join deque, newest first (the forks of the computation it waits
+//! for), and, when it waits for a join half, the join deque of the worker that stole it
+//! (leapfrogging). **Unrelated** work (its LIFO slot and ring, the injector, other workers'
+//! queues) runs inside a wait only while both hold:
+//! * fewer than [`MAX_UNRELATED_NESTING`] unrelated tasks are already running inside waits on
+//!   this worker's stack, and
+//! * at most half of the worker's stack is in use ([`Spawner::stack_size`]; with a platform
+//!   that does not know its stack size, the count alone bounds it).
+//!
+//! Otherwise the waiter makes sure another worker is told of the queued work (a notification
+//! wakes an idle one or starts a new thread, if the pool has room), then sleeps on its parker
+//! until its wait completes. So a waiting worker's stack grows with the recursion it waits
+//! for plus at most [`MAX_UNRELATED_NESTING`] unrelated tasks. The price: a task that waits for
+//! work it *submitted* (rather than forked), on a pool whose every worker is already waiting
+//! that deep, waits until a worker is free to run it: with `max_threads` workers all blocked
+//! this way it never is. Fork what you wait for (`join`, `submit_fork`, `pool_fork`).
+
+use core::cell::Cell;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+
+use super::interval::InjectorInterval;
+use super::worker::Worker;
+use super::{Inner, ThreadPool};
+use crate::join::frame::FrameStack;
+use crate::platform::Spawner;
+use crate::sync::Ordering;
+use crate::task::Task;
+
+/// Most unrelated tasks (anything submitted rather than forked) that may run nested inside
+/// waits on one worker's stack (module docs, "Bounded helping").
+pub const MAX_UNRELATED_NESTING: u32 = 2;
+
+/// A worker's own thread-only state, and the handle that code running on the worker uses to
+/// fork and join (see the module docs). Obtained from [`ThreadPool::install`]; passed to both
+/// closures of [`join`](Self::join).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, ThreadPool, ThreadSpawner, WorkerContext};
+///
+/// fn fib(cx: &WorkerContext<ThreadSpawner>, n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = cx.join(|cx| fib(cx, n - 1), |cx| fib(cx, n - 2));
+///     a + b
+/// }
+/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// assert_eq!(pool.install(|cx| fib(cx, 20)).unwrap(), 6765);
+/// # }
+/// ```
+#[repr(C)]
+pub struct WorkerContext<S: Spawner> {
+    /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
+    /// a pointer to this context, and a lookup reads this field to learn whose it is before
+    /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
+    /// store a pointer to a struct with the same first field).
+    pool: *const (),
+    /// A handle on the pool (never dropped: the context does not own the pool).
+    handle: ManuallyDrop<ThreadPool<S>>,
+    /// The remote part of this worker.
+    worker: NonNull<Worker<S>>,
+    /// Searches left until the next injector-first search (`worker.rs`).
+    pub(crate) tick: Cell<u32>,
+    /// LIFO-slot tasks run in a row.
+    pub(crate) lifo_streak: Cell<u32>,
+    /// How many searches from one injector-first search to the next (`interval.rs`).
+    pub(crate) interval: InjectorInterval,
+    /// The `join`s running on this thread, with their latent second halves (`join::frame`).
+    pub(crate) frames: FrameStack,
+    /// Unrelated tasks running inside waits on this stack (module docs).
+    unrelated: Cell<u32>,
+    /// An address near the top of this thread's stack (the entry frame's).
+    stack_top: usize,
+    /// Bytes of stack in use below which unrelated work may still start inside a wait: half the
+    /// stack. 0 when the platform does not know its stack size.
+    stack_half: usize,
+    /// Neither `Send` nor `Sync`: only the owning thread may hold a reference.
+    _owner: PhantomData<*mut ()>,
+}
+
+impl<S: Spawner> core::fmt::Debug for WorkerContext<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WorkerContext").field("index", &self.index()).finish_non_exhaustive()
+    }
+}
+
+impl<S: Spawner> WorkerContext<S> {
+    /// The context of `worker`, for its own thread, whose stack begins near `stack_top`.
+    pub(crate) fn new(inner: &Inner<S>, worker: NonNull<Worker<S>>, stack_top: usize) -> Self {
+        let stack_size = inner.spawner.stack_size(inner.stack_size);
+        Self {
+            pool: core::ptr::from_ref(inner).cast(),
+            handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
+            worker,
+            tick: Cell::new(0),
+            lifo_streak: Cell::new(0),
+            interval: InjectorInterval::new(),
+            frames: FrameStack::new(),
+            unrelated: Cell::new(0),
+            stack_top,
+            stack_half: stack_size / 2,
+            _owner: PhantomData,
+        }
+    }
+
+    /// The pool this worker belongs to.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let threads = pool.install(|cx| cx.pool().max_threads()).unwrap();
+    /// assert_eq!(threads, 2);
+    /// # }
+    /// ```
+    #[inline]
+    pub fn pool(&self) -> &ThreadPool<S> {
+        &self.handle
+    }
+
+    /// This worker's index, `0..max_threads` (the index [`ThreadPool::worker_stats`] takes).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// assert!(pool.install(|cx| cx.index()).unwrap() < 2);
+    /// # }
+    /// ```
+    #[inline]
+    pub fn index(&self) -> usize {
+        self.worker().index
+    }
+
+    #[inline(always)]
+    pub(crate) fn inner(&self) -> &Inner<S> {
+        self.handle.inner()
+    }
+
+    /// The remote part of this worker.
+    #[inline(always)]
+    pub(crate) fn worker(&self) -> &Worker<S> {
+        // SAFETY: a worker lives until its pool is dropped, which cannot happen while its
+        // thread runs the pool's loop (where every context lives).
+        unsafe { self.worker.as_ref() }
+    }
+
+    /// The owner's push onto its ring. `Err`: the ring was full; half of it came back.
+    #[inline(always)]
+    pub(crate) fn ring_push(&self, task: NonNull<Task>) -> Result<(), crate::task::Batch> {
+        // SAFETY: this context exists only on the worker's own thread (the type is neither
+        // Send nor Sync, and is made only in `worker_main`): we are the ring's owner.
+        unsafe { self.worker().ring.push(task) }
+    }
+
+    /// The owner's pop from its ring.
+    #[inline(always)]
+    pub(crate) fn ring_pop(&self) -> Option<NonNull<Task>> {
+        // SAFETY: as in `ring_push`: we are the ring's owner.
+        unsafe { self.worker().ring.pop() }
+    }
+
+    /// Steals half of `victim`'s ring into ours.
+    #[inline]
+    pub(crate) fn steal_ring(&self, victim: &Worker<S>) -> Option<crate::queue::ring::Stolen> {
+        // SAFETY: as in `ring_push`: our own ring is the destination, and we own it.
+        unsafe { victim.ring.steal_into(&self.worker().ring) }
+    }
+
+    /// The owner's push onto its join deque; false when full.
+    ///
+    /// # Safety
+    /// `task` meets `ThreadPool::submit`'s contract, and whoever pushed it takes it back or
+    /// waits for it.
+    #[inline(always)]
+    pub(crate) unsafe fn joins_push(&self, task: NonNull<Task>) -> bool {
+        // SAFETY: we own the deque (as in `ring_push`); the task is the caller's contract.
+        unsafe { self.worker().joins.push(task) }
+    }
+
+    /// Takes `task` back from our join deque if it is still the newest job there.
+    #[inline(always)]
+    pub(crate) fn joins_pop_if(&self, task: NonNull<Task>) -> bool {
+        // SAFETY: we own the deque (as in `ring_push`).
+        unsafe { self.worker().joins.pop_if(task) }
+    }
+
+    /// Pops the newest job of our join deque.
+    #[inline(always)]
+    pub(crate) fn joins_pop(&self) -> Option<NonNull<Task>> {
+        // SAFETY: we own the deque (as in `ring_push`).
+        unsafe { self.worker().joins.pop() }
+    }
+
+    /// Ends the injector interval's window (`interval.rs`); returns the next interval.
+    #[inline]
+    pub(crate) fn end_interval_window(&self) -> u32 {
+        // SAFETY: the interval lives in this owner-only context.
+        unsafe { self.interval.end_window(self.inner().spawner.now_ns(), self.worker().stats.polled.get()) }
+    }
+
+    /// Going idle: the injector interval's window in progress measures no poll time now.
+    #[inline]
+    pub(crate) fn interrupt_interval(&self) {
+        // SAFETY: the interval lives in this owner-only context.
+        unsafe { self.interval.interrupt() };
+    }
+
+    /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
+    /// of a word only idle workers write.
+    #[inline(always)]
+    pub(crate) fn is_hungry(&self) -> bool {
+        self.worker().hungry.load(Ordering::Relaxed)
+    }
+
+    /// Offers the oldest latent join frame on the join deque (the biggest piece of work this
+    /// worker holds) and wakes a thread for it; keeps the flag up while the pool still wants
+    /// work, so the next join offers the next frame.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn promote(&self) {
+        let inner = self.inner();
+        self.worker().hungry.store(false, Ordering::Relaxed);
+        if let Some(task) = self.frames.oldest_latent() {
+            // SAFETY: the frame's `join` takes its task back or waits for it.
+            if unsafe { self.joins_push(task) } {
+                self.frames.mark_oldest_promoted();
+                inner.notify_join();
+            }
+        }
+        if inner.wants_join_work() {
+            self.worker().hungry.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a wait on this worker may run unrelated work now (module docs).
+    #[inline]
+    pub(crate) fn may_run_unrelated(&self) -> bool {
+        if self.unrelated.get() >= MAX_UNRELATED_NESTING {
+            return false;
+        }
+        if self.stack_half == 0 {
+            return true;
+        }
+        let here = 0u8;
+        let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here) as usize);
+        used <= self.stack_half
+    }
+
+    /// Runs `f` (which runs one unrelated task inside a wait) counted in the nesting bound.
+    #[inline]
+    pub(crate) fn nest_unrelated<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.unrelated.set(self.unrelated.get() + 1);
+        let r = f();
+        self.unrelated.set(self.unrelated.get() - 1);
+        r
+    }
+}
