@@ -165,11 +165,13 @@ fn join_handshake_stolen_vs_taken_back() {
         });
         // (`a` would run here.)
         // SAFETY: owner.
+        // SAFETY: taken back: ours to run; or stolen: run once, and we wait for its signal
+        // before taking the result, once.
         let result = if unsafe { d.pop_if(task) } {
-            job.run_inline()
+            unsafe { job.run_inline() }
         } else {
             pool.wait_for(job.signal());
-            job.into_result()
+            unsafe { job.into_result() }
         };
         assert_eq!(result, 7);
         // Relaxed: visible through the signal (or because it ran on this thread).

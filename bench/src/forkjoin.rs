@@ -1,8 +1,8 @@
-//! fib and qsort: fork-join on rayon and chili against plain sequential code.
+//! fib, qsort and tree sums: fork-join on rayon and chili against plain sequential code.
 //!
-//! Our pool's column goes through one function, [`ours_join`], which calls the library's
-//! `ThreadPool::join`; `fib_ours` and `qsort_ours` are written against it. [`bench_join`] is the
-//! join the harness built from `submit_lifo` + `wait_for` before that existed (`--bench-join`).
+//! Our pool's column takes the worker context once (`ThreadPool::install`) and passes it down
+//! to `WorkerContext::join`, as chili's passes its `Scope`. [`bench_join`] is the join the
+//! harness built from `submit_lifo` + `wait_for` before the library had one (`--bench-join`).
 
 use std::cell::UnsafeCell;
 use std::hint::black_box;
@@ -71,19 +71,6 @@ fn ours_install<F: FnOnce() -> R + Send, R: Send>(pool: &OurPool, f: F) -> R {
     }
 }
 
-/// Our pool's fork-join: run `a` and `b`, potentially in parallel on `pool`, and return both
-/// results; from outside the pool, the whole call moves into a worker. This is the library's
-/// `ThreadPool::join` (since 93d6419).
-pub fn ours_join<A, B, RA, RB>(pool: &OurPool, a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    pool.join(a, b)
-}
-
 /// The join the harness used before the library had one, from the public API: `b` as a
 /// stack-allocated task submitted with `submit_lifo`, `a` inline, then `wait_for` helps until
 /// `b` is done. Kept for comparison (`--bench-join`); fib(32) overflows a worker stack with it.
@@ -145,13 +132,16 @@ fn fib_chili(s: &mut chili::Scope<'_>, n: u64) -> u64 {
     a + b
 }
 
-fn fib_ours(pool: &OurPool, n: u64) -> u64 {
+fn fib_ours(cx: &Cx, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let (a, b) = ours_join(pool, || fib_ours(pool, n - 1), || fib_ours(pool, n - 2));
+    let (a, b) = cx.join(|cx| fib_ours(cx, n - 1), |cx| fib_ours(cx, n - 2));
     a + b
 }
+
+/// Our pool's worker context (the handle `install` passes down; chili's `Scope`).
+type Cx = pool::WorkerContext<pool::ThreadSpawner>;
 
 const FIB_32: u64 = 2_178_309;
 
@@ -180,9 +170,9 @@ pub fn fib() -> Vec<Contender> {
             })
         }),
     ];
-    v.insert(1, Contender::new(INTRUSIVE, "ThreadPool::join", |threads| {
+    v.insert(1, Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", |threads| {
         let pool = PoolBox::new(threads);
-        Box::new(move || fib_sample(|n| fib_ours(pool.get(), n)))
+        Box::new(move || fib_sample(|n| pool.get().install(|cx| fib_ours(cx, n)).expect("install")))
     }));
     v
 }
@@ -244,14 +234,14 @@ fn qsort_chili(s: &mut chili::Scope<'_>, v: &mut [u32]) {
     s.join(|s| qsort_chili(s, l), |s| qsort_chili(s, r));
 }
 
-fn qsort_ours(pool: &OurPool, v: &mut [u32]) {
+fn qsort_ours(cx: &Cx, v: &mut [u32]) {
     if v.len() <= QSORT_CUTOFF {
         v.sort_unstable();
         return;
     }
     let mid = partition(v);
     let (l, r) = v.split_at_mut(mid);
-    ours_join(pool, || qsort_ours(pool, l), || qsort_ours(pool, r));
+    cx.join(|cx| qsort_ours(cx, l), |cx| qsort_ours(cx, r));
 }
 
 /// The input (generated once per contender, outside the timed region) and a work buffer that
@@ -285,10 +275,10 @@ pub fn qsort() -> Vec<Contender> {
             let mut data = SortData::new();
             Box::new(move || data.sample(|v| v.sort_unstable()))
         }),
-        Contender::new(INTRUSIVE, "ThreadPool::join", |threads| {
+        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", |threads| {
             let pool = PoolBox::new(threads);
             let mut data = SortData::new();
-            Box::new(move || data.sample(|v| qsort_ours(pool.get(), v)))
+            Box::new(move || data.sample(|v| pool.get().install(|cx| qsort_ours(cx, v)).expect("install")))
         }),
         Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
             let pool = rayon_pool(threads);
@@ -325,4 +315,173 @@ fn chili_pool(threads: usize) -> chili::ThreadPool {
         thread_count: std::num::NonZero::new(threads),
         ..Default::default()
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// tree_sum (spice's benchmark): a balanced binary tree, each node allocated after its children,
+// summed with a join at every node; every contender visits the right subtree first.
+
+/// A node of the tree: its value and the indices of its children (`NONE`: no child).
+#[derive(Clone, Copy)]
+struct Node {
+    value: u64,
+    left: u32,
+    right: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The tree of `n` nodes with values 1..=n, stored children before parents (so a right-first
+/// visit streams memory backwards from the root, the way the nodes were allocated).
+struct Tree {
+    nodes: Vec<Node>,
+    root: u32,
+    sum: u64,
+}
+
+impl Tree {
+    fn new(n: usize) -> Self {
+        fn build(nodes: &mut Vec<Node>, lo: u64, hi: u64) -> u32 {
+            if lo >= hi {
+                return NONE;
+            }
+            let mid = lo + (hi - lo) / 2;
+            let left = build(nodes, lo, mid);
+            let right = build(nodes, mid + 1, hi);
+            nodes.push(Node { value: mid + 1, left, right });
+            (nodes.len() - 1) as u32
+        }
+        let mut nodes = Vec::with_capacity(n);
+        let root = build(&mut nodes, 0, n as u64);
+        Tree { nodes, root, sum: n as u64 * (n as u64 + 1) / 2 }
+    }
+
+    fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+}
+
+fn tree_seq_right_first(t: &Tree, i: u32) -> u64 {
+    if i == NONE {
+        return 0;
+    }
+    let n = t.node(i);
+    let r = tree_seq_right_first(t, n.right);
+    let l = tree_seq_right_first(t, n.left);
+    n.value + l + r
+}
+
+fn tree_seq_left_first(t: &Tree, i: u32) -> u64 {
+    if i == NONE {
+        return 0;
+    }
+    let n = t.node(i);
+    let l = tree_seq_left_first(t, n.left);
+    let r = tree_seq_left_first(t, n.right);
+    n.value + l + r
+}
+
+fn tree_ours(cx: &Cx, t: &Tree, i: u32) -> u64 {
+    if i == NONE {
+        return 0;
+    }
+    let n = t.node(i);
+    let (r, l) = cx.join(|cx| tree_ours(cx, t, n.right), |cx| tree_ours(cx, t, n.left));
+    n.value + l + r
+}
+
+fn tree_rayon(t: &Tree, i: u32) -> u64 {
+    if i == NONE {
+        return 0;
+    }
+    let n = t.node(i);
+    let (r, l) = rayon::join(|| tree_rayon(t, n.right), || tree_rayon(t, n.left));
+    n.value + l + r
+}
+
+/// chili's `join` runs its second closure first: the right subtree goes second here.
+fn tree_chili(s: &mut chili::Scope<'_>, t: &Tree, i: u32) -> u64 {
+    if i == NONE {
+        return 0;
+    }
+    let n = t.node(i);
+    let (l, r) = s.join(|s| tree_chili(s, t, n.left), |s| tree_chili(s, t, n.right));
+    n.value + l + r
+}
+
+/// The floor of this machine: two plain threads, each summing one subtree of the root
+/// sequentially (no scheduler at all).
+fn tree_two_threads(t: &Tree) -> u64 {
+    let root = t.node(t.root);
+    let (right, left) = std::thread::scope(|s| {
+        let right = s.spawn(|| tree_seq_right_first(t, root.right));
+        let left = tree_seq_right_first(t, root.left);
+        (right.join().unwrap(), left)
+    });
+    root.value + left + right
+}
+
+/// `repeat` sums of `tree`, one sample; ns per node.
+fn tree_sample(t: &Tree, repeat: usize, f: impl FnOnce() -> u64) -> Sample {
+    let (elapsed, total) = time(f);
+    assert_eq!(total, t.sum.wrapping_mul(repeat as u64), "tree_sum");
+    Sample::per_item(elapsed, t.nodes.len() * repeat)
+}
+
+fn tree_contenders(nodes: usize, repeat: usize) -> Vec<Contender> {
+    let tree = std::sync::Arc::new(Tree::new(nodes));
+    let t = tree.clone();
+    let mut v = vec![
+        Contender::new("sequential", "the faster visiting order of the two, one thread (the baseline)", move |_| {
+            let t = t.clone();
+            Box::new(move || {
+                let right = tree_sample(&t, repeat, || (0..repeat).map(|_| tree_seq_right_first(&t, black_box(t.root))).sum());
+                let left = tree_sample(&t, repeat, || (0..repeat).map(|_| tree_seq_left_first(&t, black_box(t.root))).sum());
+                if right.value <= left.value { right } else { left }
+            })
+        }),
+    ];
+    let t = tree.clone();
+    v.push(Contender::new(INTRUSIVE, "WorkerContext::join, all repetitions inside one install", move |threads| {
+        let pool = PoolBox::new(threads);
+        let t = t.clone();
+        Box::new(move || {
+            tree_sample(&t, repeat, || {
+                pool.get().install(|cx| (0..repeat).map(|_| tree_ours(cx, &t, black_box(t.root))).sum()).expect("install")
+            })
+        })
+    }));
+    let t = tree.clone();
+    v.push(Contender::new("rayon", "rayon::join, all repetitions inside one install", move |threads| {
+        let pool = rayon_pool(threads);
+        let t = t.clone();
+        Box::new(move || tree_sample(&t, repeat, || pool.install(|| (0..repeat).map(|_| tree_rayon(&t, black_box(t.root))).sum())))
+    }));
+    let t = tree.clone();
+    v.push(Contender::new("chili", "Scope::join (second closure first), one scope", move |threads| {
+        let pool = chili_pool(threads);
+        let t = t.clone();
+        Box::new(move || {
+            let mut scope = pool.scope();
+            let s = tree_sample(&t, repeat, || (0..repeat).map(|_| tree_chili(&mut scope, &t, black_box(t.root))).sum());
+            drop(scope);
+            s
+        })
+    }));
+    if repeat == 1 {
+        let t = tree.clone();
+        v.push(Contender::new("two threads", "the floor: each root subtree summed by one plain thread", move |_| {
+            let t = t.clone();
+            Box::new(move || tree_sample(&t, 1, || tree_two_threads(&t)))
+        }));
+    }
+    v
+}
+
+pub fn tree_sum() -> Vec<Contender> {
+    tree_contenders(10_000_000, 1)
+}
+
+pub fn tree_sum_small() -> Vec<Contender> {
+    tree_contenders(1_023, 10_000_000 / 1_023)
 }

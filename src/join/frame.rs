@@ -19,9 +19,9 @@
 //! * Slots `[0, latent_from)` are promoted (their tasks went to the join deque), slots
 //!   `[latent_from, depth)` are latent (in no queue: only their owner knows them). Promotion
 //!   goes oldest first, so this split is all the bookkeeping there is.
-//! * Joins nested deeper than [`FRAMES`] are counted in `depth` but get no slot: they stay
-//!   latent for their whole life. Promotion goes oldest first, so it reaches them only after
-//!   [`FRAMES`] outer frames were promoted, which a pool with fewer workers never needs.
+//! * At most [`FRAMES`] frames: a `join` nested deeper takes no frame and runs both halves
+//!   inline (promotion goes oldest first, so it would reach such frames only after [`FRAMES`]
+//!   outer frames were offered, which a pool with fewer workers never needs).
 
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
@@ -33,7 +33,7 @@ pub(crate) const FRAMES: usize = 64;
 
 /// A worker's stack of latent join frames (see the module docs). Owner-only: `Cell`s.
 pub(crate) struct FrameStack {
-    /// Frames pushed and not yet popped (may exceed `FRAMES`).
+    /// Frames pushed and not yet popped (at most `FRAMES`).
     depth: Cell<usize>,
     /// The first latent frame; slots below it are promoted. `<= depth`.
     latent_from: Cell<usize>,
@@ -46,15 +46,26 @@ impl FrameStack {
         Self { depth: Cell::new(0), latent_from: Cell::new(0), slots: [const { Cell::new(ptr::null()) }; FRAMES] }
     }
 
-    /// Pushes `task` as the newest, latent frame; returns its depth, for [`pop`](Self::pop).
+    /// Frames pushed and not yet popped: the depth the next [`push`](Self::push) takes.
     #[inline(always)]
-    pub(crate) fn push(&self, task: NonNull<Task>) -> usize {
-        let depth = self.depth.get();
-        if let Some(slot) = self.slots.get(depth) {
-            slot.set(task.as_ptr());
-        }
+    pub(crate) fn depth(&self) -> usize {
+        self.depth.get()
+    }
+
+    /// Pushes `task` as the newest, latent frame at `depth`, which is [`depth`](Self::depth)
+    /// and below [`FRAMES`] (a deeper `join` takes no frame).
+    #[inline(always)]
+    pub(crate) fn push(&self, depth: usize, task: NonNull<Task>) {
+        debug_assert_eq!(depth, self.depth.get());
+        self.slots[depth].set(task.as_ptr());
         self.depth.set(depth + 1);
-        depth
+    }
+
+    /// The task of the frame at `depth` (below [`FRAMES`], pushed and not popped).
+    #[inline]
+    pub(crate) fn task_at(&self, depth: usize) -> NonNull<Task> {
+        debug_assert!(depth < self.depth.get());
+        NonNull::new(self.slots[depth].get().cast_mut()).expect("a pushed frame has a task")
     }
 
     /// Pops the newest frame, pushed at `depth`; returns whether it was promoted (its task went
@@ -79,14 +90,14 @@ impl FrameStack {
         if from >= self.depth.get() {
             return None;
         }
-        NonNull::new(self.slots.get(from)?.get().cast_mut())
+        NonNull::new(self.slots[from].get().cast_mut())
     }
 
     /// Marks the oldest latent frame promoted (its task, from
     /// [`oldest_latent`](Self::oldest_latent), is now on the join deque).
     #[inline]
     pub(crate) fn mark_oldest_promoted(&self) {
-        debug_assert!(self.latent_from.get() < self.depth.get().min(FRAMES));
+        debug_assert!(self.latent_from.get() < self.depth.get());
         self.latent_from.set(self.latent_from.get() + 1);
     }
 }
@@ -106,40 +117,30 @@ mod tests {
         let (p1, p2, p3) = (NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
         let stack = FrameStack::new();
         assert_eq!(stack.oldest_latent(), None);
-        let d1 = stack.push(p1);
-        let d2 = stack.push(p2);
+        let push = |p| {
+            let d = stack.depth();
+            stack.push(d, p);
+            d
+        };
+        let d1 = push(p1);
+        let d2 = push(p2);
         assert_eq!(stack.oldest_latent(), Some(p1));
         stack.mark_oldest_promoted();
         assert_eq!(stack.oldest_latent(), Some(p2));
-        let d3 = stack.push(p3);
+        let d3 = push(p3);
         stack.mark_oldest_promoted();
         assert_eq!(stack.oldest_latent(), Some(p3));
+        assert_eq!(stack.task_at(d3), p3);
         assert!(!stack.pop(d3), "f3 stayed latent");
         assert_eq!(stack.oldest_latent(), None, "f1 and f2 are promoted");
         assert!(stack.pop(d2));
         // A new inner frame after a promoted one is latent and the oldest latent.
-        let d3 = stack.push(p3);
+        let d3 = push(p3);
         assert_eq!(stack.oldest_latent(), Some(p3));
         stack.mark_oldest_promoted();
         assert_eq!(stack.oldest_latent(), None);
         assert!(stack.pop(d3));
         assert!(stack.pop(d1));
         assert_eq!(stack.oldest_latent(), None);
-    }
-
-    #[test]
-    fn frames_deeper_than_the_slots_stay_latent() {
-        let mut t = task();
-        let p = NonNull::from(&mut t);
-        let stack = FrameStack::new();
-        let depths: alloc::vec::Vec<usize> = (0..FRAMES + 3).map(|_| stack.push(p)).collect();
-        for _ in 0..FRAMES {
-            assert_eq!(stack.oldest_latent(), Some(p));
-            stack.mark_oldest_promoted();
-        }
-        assert_eq!(stack.oldest_latent(), None, "the frames past the slots cannot be offered");
-        for &d in depths.iter().rev() {
-            assert_eq!(stack.pop(d), d < FRAMES);
-        }
     }
 }

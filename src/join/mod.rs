@@ -58,11 +58,13 @@ mod global;
 
 use core::fmt;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
 use crate::latch::{CountLatch, Signal};
+use frame::FRAMES;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::scheduler::{Error, Inner, ThreadPool, WorkerContext};
@@ -77,8 +79,6 @@ type Panic = Box<dyn core::any::Any + Send + 'static>;
 
 /// What a job left in its result slot.
 enum JobResult<R> {
-    /// Not run (yet).
-    None,
     Ok(R),
     #[cfg(feature = "std")]
     Panic(Panic),
@@ -116,29 +116,79 @@ impl Drop for AbortOnUnwind {
     }
 }
 
-/// A job that lives in its waiter's stack frame: `Task` first (so the task pointer is the job
-/// pointer), the signal the waiter sleeps on, the closure and its result.
+/// A job that lives in its waiter's stack frame: its [`JobHeader`] first (so the task pointer
+/// is the job pointer), the closure and its result.
+///
+/// A `join` creates its second half latent (`join::frame`): only the task header and the
+/// closure are written. The rest of the header (the signal the owner waits on, the thief's
+/// index, the pool) is written by [`JobHeader::offer`], just before the job is queued. So a
+/// join whose `b` never leaves its worker writes no more than the task and the closure.
 ///
 /// Runs exactly once: by the thread that takes its task from a queue (the callback, which
-/// hands the closure that thread's worker context, if it is a worker of `pool`), or inline by
-/// its owner after taking it back; never both (the queues hand the task out once). The frame
-/// stays alive until the signal is set (the callback's last access) or the owner took it back.
+/// hands the closure that thread's worker context, if it is a worker of the pool), or inline
+/// by its owner after taking it back (or never queueing it); never both (the queues hand a
+/// task out once). After a queued run the owner consumes the result exactly once
+/// ([`into_result`](Self::into_result) or [`drop_result`](Self::drop_result)); a job that never
+/// runs is consumed by [`drop_unrun`](Self::drop_unrun). The frame stays alive until the
+/// signal is set (the callback's last access) or the owner took the job back.
 #[repr(C)]
 pub(crate) struct StackJob<F, R, S: Spawner> {
+    header: JobHeader,
+    /// The closure: moved out exactly once (by its runner, or by `drop_unrun`).
+    func: UnsafeCell<MaybeUninit<F>>,
+    /// Written by `execute` before it sets the signal; moved out once by the owner after.
+    result: UnsafeCell<MaybeUninit<JobResult<R>>>,
+    _pool: PhantomData<*const Inner<S>>,
+}
+
+/// The part of a [`StackJob`] that does not depend on its closure's type, so a worker can offer
+/// a latent frame knowing only its task pointer.
+#[repr(C)]
+pub(crate) struct JobHeader {
     task: Task,
+    /// Written by `offer`, before the job is queued; read only after.
+    offered: UnsafeCell<MaybeUninit<Offered>>,
+}
+
+/// What only a queued job needs.
+struct Offered {
+    /// Set by the runner when the result is written (its last access).
     signal: Signal,
-    /// The pool whose worker context the closure gets when stolen (null: none).
-    pool: *const Inner<S>,
     /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
     /// waiting owner steals related work from (`scheduler::worker`, leapfrogging).
     thief: AtomicUsize,
-    func: UnsafeCell<Option<F>>,
-    result: UnsafeCell<JobResult<R>>,
+    /// The pool (`*const Inner<S>`) whose worker context the closure gets when stolen; null:
+    /// none (the closure gets `None`).
+    pool: *const (),
+}
+
+impl JobHeader {
+    /// Makes the job behind `task` ready to queue: writes its signal, thief slot and pool.
+    ///
+    /// # Safety
+    /// `task` is the header of a live, not yet offered [`StackJob`], not queued, whose owner
+    /// is the caller's thread.
+    #[inline]
+    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: *const ()) {
+        // SAFETY: `task` is the first field of a repr(C) `JobHeader` (first in a `StackJob`).
+        let header = unsafe { task.cast::<JobHeader>().as_ref() };
+        let offered = Offered { signal: Signal::new(), thief: AtomicUsize::new(0), pool };
+        // SAFETY: nobody else can see the job before it is queued, after this write.
+        header.offered.with_mut(|o| unsafe { (*o).write(offered) });
+    }
+
+    /// # Safety
+    /// The job was offered.
+    #[inline]
+    unsafe fn offered(&self) -> &Offered {
+        // SAFETY: initialised by `offer` (the caller's contract); only read from now on.
+        self.offered.with(|o| unsafe { (*o).assume_init_ref() })
+    }
 }
 
 impl<F, R, S: Spawner> fmt::Debug for StackJob<F, R, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StackJob").field("signal", &self.signal).finish_non_exhaustive()
+        f.debug_struct("StackJob").finish_non_exhaustive()
     }
 }
 
@@ -148,18 +198,26 @@ where
     R: Send,
     S: Spawner,
 {
-    /// A job running `func` with the worker context of `pool`'s worker that runs it (`None`:
-    /// run where no such context exists, or `pool` is null).
+    /// A latent job running `func`: not ready to queue until offered ([`JobHeader::offer`]).
     #[inline(always)]
-    pub(crate) fn new(func: F, pool: *const Inner<S>) -> Self {
+    pub(crate) fn latent(func: F) -> Self {
         Self {
-            task: Task::new(Self::execute),
-            signal: Signal::new(),
-            pool,
-            thief: AtomicUsize::new(0),
-            func: UnsafeCell::new(Some(func)),
-            result: UnsafeCell::new(JobResult::None),
+            header: JobHeader { task: Task::new(Self::execute), offered: UnsafeCell::new(MaybeUninit::uninit()) },
+            func: UnsafeCell::new(MaybeUninit::new(func)),
+            result: UnsafeCell::new(MaybeUninit::uninit()),
+            _pool: PhantomData,
         }
+    }
+
+    /// A job ready to queue, running `func` with the worker context of `pool`'s worker that
+    /// runs it (`None` where there is none, or with a null `pool`).
+    #[inline]
+    pub(crate) fn new(func: F, pool: *const Inner<S>) -> Self {
+        let job = Self::latent(func);
+        // SAFETY: a fresh job, not queued, ours. (`Offered` holds no pointer into the job, so
+        // the job may move after.)
+        unsafe { JobHeader::offer(job.task(), pool.cast()) };
+        job
     }
 
     /// The job's task pointer, projected from a pointer to the whole job so that the callback
@@ -167,98 +225,173 @@ where
     #[inline(always)]
     pub(crate) fn task(&self) -> NonNull<Task> {
         let job: *const Self = self;
-        // SAFETY: `job` points to `self`, live; `task` is a field of it.
-        unsafe { NonNull::new_unchecked(ptr::addr_of!((*job).task).cast_mut()) }
+        // SAFETY: `job` points to `self`, live; `header.task` is a field of it.
+        unsafe { NonNull::new_unchecked(ptr::addr_of!((*job).header.task).cast_mut()) }
     }
 
-    pub(crate) fn signal(&self) -> &Signal {
-        &self.signal
+    /// The signal the owner waits on.
+    ///
+    /// # Safety
+    /// The job was offered.
+    pub(crate) unsafe fn signal(&self) -> &Signal {
+        // SAFETY: the caller's contract.
+        unsafe { &self.header.offered().signal }
     }
 
     /// What the owner waits for: the signal, and the worker running the job (if known yet).
-    fn until(&self) -> Until<'_> {
-        let thief = self.thief.load(Ordering::Relaxed);
-        Until { signal: &self.signal, thief: thief.checked_sub(1) }
+    ///
+    /// # Safety
+    /// The job was offered.
+    unsafe fn until(&self) -> Until<'_> {
+        // SAFETY: the caller's contract.
+        let offered = unsafe { self.header.offered() };
+        Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) }
+    }
+
+    /// Moves the closure out.
+    ///
+    /// # Safety
+    /// Once per job: the caller is its one runner (or drops it unrun).
+    #[inline(always)]
+    unsafe fn take_func(&self) -> F {
+        // SAFETY: initialised in `latent`, and moved out only this once (the caller's contract).
+        self.func.with(|f| unsafe { (*f).assume_init_read() })
     }
 
     /// The task callback: runs the closure on the thread that dequeued the job.
     unsafe extern "C" fn execute(task: *mut Task) {
-        // SAFETY: `task` is the first field of a live `StackJob<F, R, S>` (repr(C)); the owner
-        // keeps the frame alive until `signal` is set, below.
+        // SAFETY: `task` is the first field of a live, offered `StackJob<F, R, S>` (repr(C));
+        // the owner keeps the frame alive until the signal is set, below.
         let job = unsafe { &*task.cast_const().cast::<Self>() };
+        // SAFETY: queued jobs were offered.
+        let offered = unsafe { job.header.offered() };
         // SAFETY: a non-null `pool` is the live pool whose worker queued the job (it waits
         // for the job before its pool can go away).
-        let cx = unsafe { job.pool.as_ref() }.and_then(Inner::current_context);
+        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
         if let Some(cx) = cx {
-            job.thief.store(cx.index() + 1, Ordering::Relaxed);
+            offered.thief.store(cx.index() + 1, Ordering::Relaxed);
         }
-        // SAFETY: the job runs once (its task was dequeued once), so nobody else touches
-        // `func` or `result` until the signal is set.
-        let func = job.func.with_mut(|f| unsafe { (*f).take() });
-        let result = match func {
-            Some(f) => call(|| f(cx)),
-            None => JobResult::None,
-        };
-        // SAFETY: as above; the owner reads `result` only after the signal is set (Release).
-        job.result.with_mut(|r| unsafe { *r = result });
+        // SAFETY: the job runs once (its task was dequeued once): we are its runner.
+        let func = unsafe { job.take_func() };
+        let result = call(|| func(cx));
+        // SAFETY: nobody reads `result` until the signal is set (Release, below).
+        job.result.with_mut(|r| unsafe { (*r).write(result) });
         // SAFETY: set once per job. It is our last access: the owner may return right after.
-        unsafe { job.signal.set() };
+        unsafe { offered.signal.set() };
     }
 
     /// Runs the closure on the owner's thread (the job was taken back or never queued).
+    ///
+    /// # Safety
+    /// The job is not queued and did not run: the owner is its runner.
     #[inline(always)]
-    pub(crate) fn run_inline(&self, cx: Option<&WorkerContext<S>>) -> R {
-        // SAFETY: the job is not queued and was never run, so we have exclusive access.
-        match self.func.with_mut(|f| unsafe { (*f).take() }) {
-            Some(f) => f(cx),
-            None => unreachable!("a job taken back had already run"),
-        }
+    pub(crate) unsafe fn run_inline(&self, cx: Option<&WorkerContext<S>>) -> R {
+        // SAFETY: the caller's contract.
+        let func = unsafe { self.take_func() };
+        func(cx)
+    }
+
+    /// Drops the closure of a job that will never run (taken back, or never queued).
+    ///
+    /// # Safety
+    /// As [`run_inline`](Self::run_inline).
+    pub(crate) unsafe fn drop_unrun(&self) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { self.take_func() });
     }
 
     /// The result after the signal is set.
+    ///
+    /// # Safety
+    /// The job ran from a queue and its signal is set; the result is taken once.
     #[inline]
-    fn take_result(&self) -> JobResult<R> {
-        debug_assert!(self.signal.is_set());
-        // SAFETY: the signal is set (Acquire in `is_set`/`wait_for`): the runner is done with
-        // the job and its result write is visible.
-        self.result.with_mut(|r| unsafe { core::mem::replace(&mut *r, JobResult::None) })
+    unsafe fn take_result(&self) -> JobResult<R> {
+        // SAFETY: the signal is set (Acquire in `is_set`/`wait_for`): the runner wrote the
+        // result and is done with the job; taken once (the caller's contract).
+        self.result.with(|r| unsafe { (*r).assume_init_read() })
     }
 
     /// The closure's value after the signal is set, re-raising its panic.
-    pub(crate) fn into_result(&self) -> R {
-        match self.take_result() {
+    ///
+    /// # Safety
+    /// As [`take_result`](Self::take_result).
+    pub(crate) unsafe fn into_result(&self) -> R {
+        // SAFETY: the caller's contract.
+        match unsafe { self.take_result() } {
             JobResult::Ok(r) => r,
             #[cfg(feature = "std")]
             JobResult::Panic(p) => resume(p),
-            JobResult::None => unreachable!("a finished job left no result"),
         }
+    }
+
+    /// Drops the result (a panic payload too) after the signal is set.
+    ///
+    /// # Safety
+    /// As [`take_result`](Self::take_result).
+    unsafe fn drop_result(&self) {
+        // SAFETY: the caller's contract.
+        drop(unsafe { self.take_result() });
     }
 }
 
 /// Settles `join`'s second half while its first unwinds: the frame is popped, and `b` is taken
 /// back (and dropped unrun) or, if a thief has it, waited for, so the frame outlives every use.
-/// Dropped only by unwinding: the normal path forgets it. No landing-pad cost on the fast path.
+/// Dropped only by unwinding: the normal path forgets it. It holds only the context: the
+/// unwinding `join`'s frame is the newest (every inner `join` popped its own), and its slot
+/// points to the job.
 struct SettleOnUnwind<'a, F, R, S: Spawner>
 where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
 {
     cx: &'a WorkerContext<S>,
-    depth: usize,
-    job: &'a StackJob<F, R, S>,
+    job: PhantomData<fn(&StackJob<F, R, S>)>,
 }
 
-impl<F, R, S> Drop for SettleOnUnwind<'_, F, R, S>
+impl<'a, F, R, S: Spawner> SettleOnUnwind<'a, F, R, S>
 where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
-    S: Spawner,
+{
+    /// The guard for `job`, the newest frame of `cx` (the type comes from `job`).
+    #[inline(always)]
+    fn new(cx: &'a WorkerContext<S>, _job: &StackJob<F, R, S>) -> Self {
+        Self { cx, job: PhantomData }
+    }
+}
+
+impl<F, R, S: Spawner> Drop for SettleOnUnwind<'_, F, R, S>
+where
+    F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+    R: Send,
 {
     fn drop(&mut self) {
-        if self.cx.frames.pop(self.depth) && !self.cx.joins_pop_if(self.job.task()) {
-            // A thief runs `b`: wait for it (its panic, if any, is dropped with the job).
-            self.cx.pool().wait_until(self.job.until());
-        }
+        settle_on_unwind::<F, R, S>(self.cx);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn settle_on_unwind<F, R, S: Spawner>(cx: &WorkerContext<S>)
+where
+    F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
+    R: Send,
+{
+    let depth = cx.frames.depth() - 1;
+    // SAFETY: the newest frame is the unwinding `join`'s (module docs of `frame`), whose job
+    // is a `StackJob<F, R, S>` (the guard's type was taken from it), alive in its frame.
+    let job = unsafe { cx.frames.task_at(depth).cast::<StackJob<F, R, S>>().as_ref() };
+    if !cx.frames.pop(depth) || cx.joins_pop_if(job.task()) {
+        // Never queued, or taken back: `b` will not run.
+        // SAFETY: not queued, not run: ours to drop.
+        unsafe { job.drop_unrun() };
+        return;
+    }
+    // A thief runs `b`: wait for it; its result (a panic too) is dropped.
+    // SAFETY: promoted, so offered; after the wait, the signal is set; taken once.
+    unsafe {
+        cx.pool().wait_until(job.until());
+        job.drop_result();
     }
 }
 
@@ -285,26 +418,38 @@ impl<S: Spawner> WorkerContext<S> {
         RA: Send,
         RB: Send,
     {
-        let job_b = StackJob::new(
-            move |cx: Option<&WorkerContext<S>>| match cx {
-                Some(cx) => b(cx),
-                None => unreachable!("a join half runs on a worker of its pool"),
-            },
-            self.inner(),
-        );
+        let depth = self.frames.depth();
+        if depth >= FRAMES {
+            return self.join_deep(a, b);
+        }
+        let job_b = StackJob::latent(move |cx: Option<&WorkerContext<S>>| match cx {
+            Some(cx) => b(cx),
+            None => unreachable!("a join half runs on a worker of its pool"),
+        });
         // `b` starts latent: private to this thread (`frame`'s module docs).
-        let depth = self.frames.push(job_b.task());
+        self.frames.push(depth, job_b.task());
         if self.is_hungry() {
             self.promote();
         }
-        let settle = SettleOnUnwind { cx: self, depth, job: &job_b };
+        let settle = SettleOnUnwind::new(self, &job_b);
         let ra = a(self);
         core::mem::forget(settle);
         if self.frames.pop(depth) {
             return (ra, self.join_promoted(&job_b));
         }
-        // `b` never left this thread.
-        (ra, job_b.run_inline(Some(self)))
+        // SAFETY: `b` never left this thread: not queued, not run.
+        (ra, unsafe { job_b.run_inline(Some(self)) })
+    }
+
+    /// A `join` nested deeper than the frame stack holds: both halves run here, in order.
+    #[cold]
+    #[inline(never)]
+    fn join_deep<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(&WorkerContext<S>) -> RA + Send,
+        B: FnOnce(&WorkerContext<S>) -> RB + Send,
+    {
+        (a(self), b(self))
     }
 
     /// `b` was offered: take it back if it is still ours, else wait for its thief.
@@ -316,10 +461,14 @@ impl<S: Spawner> WorkerContext<S> {
         R: Send,
     {
         if self.joins_pop_if(job_b.task()) {
-            return job_b.run_inline(Some(self));
+            // SAFETY: taken back: not queued any more, not run.
+            return unsafe { job_b.run_inline(Some(self)) };
         }
-        self.pool().wait_until(job_b.until());
-        job_b.into_result()
+        // SAFETY: promoted, so offered; after the wait, the signal is set; taken once.
+        unsafe {
+            self.pool().wait_until(job_b.until());
+            job_b.into_result()
+        }
     }
 
     /// Creates a scope for spawning work that borrows from the caller's frame
@@ -514,11 +663,13 @@ impl<S: Spawner> ThreadPool<S> {
         // SAFETY: the job lives in this frame until its signal is set (we wait for it below);
         // on error it was not queued and is still ours.
         match unsafe { self.submit(job.task()) } {
-            Ok(()) => {
+            // SAFETY: offered by `new`; after the wait the signal is set; taken once.
+            Ok(()) => unsafe {
                 self.wait_for(job.signal());
                 job.into_result()
-            }
-            Err(_) => job.run_inline(None),
+            },
+            // SAFETY: refused: not queued, not run.
+            Err(_) => unsafe { job.run_inline(None) },
         }
     }
 
@@ -582,7 +733,6 @@ impl<S: Spawner> ThreadPool<S> {
             }
             #[cfg(feature = "std")]
             JobResult::Panic(p) => resume(p),
-            JobResult::None => unreachable!(),
         }
     }
 }
@@ -801,13 +951,20 @@ pub mod loom_api {
             self.0.task()
         }
         pub fn signal(&self) -> &crate::Signal {
-            self.0.signal()
+            // SAFETY: `new` offered it.
+            unsafe { self.0.signal() }
         }
-        pub fn run_inline(self) -> R {
-            self.0.run_inline(None)
+        /// # Safety
+        /// As `StackJob::run_inline`.
+        pub unsafe fn run_inline(self) -> R {
+            // SAFETY: forwarded contract.
+            unsafe { self.0.run_inline(None) }
         }
-        pub fn into_result(self) -> R {
-            self.0.into_result()
+        /// # Safety
+        /// As `StackJob::into_result`.
+        pub unsafe fn into_result(self) -> R {
+            // SAFETY: forwarded contract.
+            unsafe { self.0.into_result() }
         }
     }
 }

@@ -53,8 +53,9 @@ use super::interval::InjectorInterval;
 use super::worker::Worker;
 use super::{Inner, ThreadPool};
 use crate::join::frame::FrameStack;
+use crate::join::JobHeader;
 use crate::platform::Spawner;
-use crate::sync::Ordering;
+use crate::sync::{AtomicBool, Ordering};
 use crate::task::Task;
 
 /// Most unrelated tasks (anything submitted rather than forked) that may run nested inside
@@ -91,6 +92,8 @@ pub struct WorkerContext<S: Spawner> {
     handle: ManuallyDrop<ThreadPool<S>>,
     /// The remote part of this worker.
     worker: NonNull<Worker<S>>,
+    /// Its hungry flag (in the remote part: idle workers write it), one load away.
+    hungry: NonNull<AtomicBool>,
     /// Searches left until the next injector-first search (`worker.rs`).
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
@@ -124,6 +127,8 @@ impl<S: Spawner> WorkerContext<S> {
             pool: core::ptr::from_ref(inner).cast(),
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
             worker,
+            // SAFETY: the worker is live (see `worker()`); the flag is a field of it.
+            hungry: unsafe { NonNull::from(&worker.as_ref().hungry) },
             tick: Cell::new(0),
             lifo_streak: Cell::new(0),
             interval: InjectorInterval::new(),
@@ -240,7 +245,8 @@ impl<S: Spawner> WorkerContext<S> {
     /// of a word only idle workers write.
     #[inline(always)]
     pub(crate) fn is_hungry(&self) -> bool {
-        self.worker().hungry.load(Ordering::Relaxed)
+        // SAFETY: a field of our live worker (see `worker()`).
+        unsafe { self.hungry.as_ref() }.load(Ordering::Relaxed)
     }
 
     /// Offers the oldest latent join frame on the join deque (the biggest piece of work this
@@ -252,8 +258,13 @@ impl<S: Spawner> WorkerContext<S> {
         let inner = self.inner();
         self.worker().hungry.store(false, Ordering::Relaxed);
         if let Some(task) = self.frames.oldest_latent() {
-            // SAFETY: the frame's `join` takes its task back or waits for it.
-            if unsafe { self.joins_push(task) } {
+            // SAFETY: a latent frame's task is the header of a `join`'s live `StackJob`, not
+            // offered yet (frames are offered once, oldest first), owned by this thread; its
+            // `join` takes the task back or waits for it.
+            if unsafe {
+                JobHeader::offer(task, self.pool.cast());
+                self.joins_push(task)
+            } {
                 self.frames.mark_oldest_promoted();
                 inner.notify_join();
             }
