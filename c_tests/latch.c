@@ -8,8 +8,7 @@
  *      on its stack (on a pool thread the wait runs other tasks); each host waits for its
  *      root from outside the pool (parks). Exact results;
  *   3. the same 8 hosts each sum 1..N in 64 chunk tasks with one latch: exact sums;
- *   4. the global pool: pool_submit + pool_latch_wait_global, fork-join fib(14) (plain
- *      submit: FIFO children, so helping may nest as deep as the queue; kept small).
+ *   4. the global pool: pool_fork_global + pool_latch_wait_global, fork-join fib(14).
  *
  * Checks are recorded by the host threads and reported by the main thread.
  * A 60 s watchdog turns a hang (a lost wake-up) into exit status 2.
@@ -48,7 +47,7 @@ struct fib_node {
  * newest children first, so helping nests only as deep as the recursion. */
 static int submit(struct pool *pool, struct task *t)
 {
-    return pool ? pool_fork(pool, t) : pool_submit(t);
+    return pool ? pool_fork(pool, t) : pool_fork_global(t);
 }
 
 static int wait_latch(struct pool *pool, struct pool_latch *l)

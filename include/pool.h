@@ -33,6 +33,12 @@
 #define BlockingConfig_MAX_THREADS (1 << 16)
 
 /**
+ * Most unrelated tasks (anything submitted rather than forked) that may run nested inside
+ * waits on one worker's stack (module docs, "Bounded helping").
+ */
+#define MAX_UNRELATED_NESTING 2
+
+/**
  * The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
  */
 #define POOL_MAX_THREADS ((1 << 14) - 1)
@@ -561,6 +567,13 @@ int pool_latch_wait_global(struct pool_latch *latch);
  * `pool_submit`.
  */
 int pool_fork(struct pool *pool, struct task *task);
+
+/**
+ * `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
+ * task goes on that thread's fork-join deque, elsewhere it is `pool_submit`. Wait for it with
+ * `pool_latch_wait_global`. Ownership as for `pool_submit`.
+ */
+int pool_fork_global(struct task *task);
 
 /**
  * Creates a pool whose threads, parking and waking come from the host's `platform`

@@ -4,9 +4,12 @@
 //! the children of a recursive fork-join. It is the core
 //! [`CountLatch`] stored in place: C code writes fork-join without atomics of its own.
 //!
-//! Waiting on one of the pool's threads runs other queued tasks meanwhile (so a task that waits
-//! for the tasks it submitted never blocks them, however deep the nesting); waiting on any other
-//! thread parks it.
+//! Waiting on one of the pool's threads runs related work meanwhile: the thread's own forks
+//! (`pool_fork`), newest first, so recursive fork-join nests no deeper than the recursion; other
+//! queued tasks run inside a wait only within a fixed nesting bound (`WorkerContext`'s docs,
+//! "Bounded helping"). So fork what you wait for: a task that waits for work it *submitted*,
+//! on a pool whose every thread already waits that deep, waits until a thread is free to run
+//! it. Waiting on any other thread parks it.
 //!
 //! Contract (as the Rust type's): `add` before the work that will call `done` is submitted; one
 //! `done` per unit added; `wait` once, by one thread; after `wait` returns, nothing touches the
@@ -128,5 +131,17 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: a live pool; the task was checked; the caller's contract covers the rest.
         status(unsafe { borrow(pool).submit_fork(task) })
+    })
+}
+
+/// `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
+/// task goes on that thread's fork-join deque, elsewhere it is `pool_submit`. Wait for it with
+/// `pool_latch_wait_global`. Ownership as for `pool_submit`.
+#[no_mangle]
+pub extern "C" fn pool_fork_global(task: *mut CTask) -> c_int {
+    boundary(|| {
+        let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        // SAFETY: the task was checked; the caller's contract covers the rest.
+        status(unsafe { global().submit_fork(task) })
     })
 }
