@@ -1,21 +1,22 @@
-//! Fork-join: [`ThreadPool::join`], [`ThreadPool::scope`] and the stack jobs behind them.
-//! Design texts 001 (the fork-join pool: a Chase-Lev deque per worker, owner LIFO, thieves take
-//! the oldest) and 003 (help-until-complete on a worker, block-on elsewhere).
+//! Fork-join: [`WorkerContext::join`], [`ThreadPool::install`], [`ThreadPool::join`],
+//! [`ThreadPool::scope`] and the stack jobs behind them. Design texts 001 (the fork-join pool: a
+//! Chase-Lev deque per worker, owner LIFO, thieves take the oldest) and 003 (help-until-complete
+//! on a worker, block-on elsewhere).
 //!
-//! # `join(a, b)` on a worker
-//! 1. `b` becomes a [`StackJob`] in the caller's frame (a `#[repr(C)]` struct with the core
-//!    [`Task`] first, the closure, the result slot and a [`Signal`]): no allocation.
-//! 2. It starts **latent** ([`frame`]): recorded in the worker's private frame stack, in no
-//!    queue. Only while the pool could use more work (a worker idle, or one more can be
-//!    started) does a `join` **promote** the oldest latent `b` of its worker: push it on the
-//!    worker's **join deque** ([`deque`]), where idle workers can steal it, and wake one.
-//! 3. `a` runs inline.
+//! # `cx.join(a, b)` on a worker (the context: `scheduler/context.rs`)
+//! 1. `b` becomes a latent [`StackJob`] in the caller's frame: its task header and its
+//!    closure, nothing else written; its address goes in the next slot of the worker's private
+//!    frame stack ([`frame`]). No allocation, no shared write, no fence.
+//! 2. If the worker's hungry flag is up (an idle worker asked for work), the join **promotes**
+//!    the oldest latent `b` of its worker: [`JobHeader::offer`] writes the rest of that job (its
+//!    signal, thief slot, pool), it goes on the worker's **join deque** ([`deque`]), where idle
+//!    workers can steal it, and a thread is woken.
+//! 3. `a` runs inline, with this context.
 //! 4. If `b` stayed latent (the common case while every worker is busy), the worker runs it
-//!    inline, having touched no shared memory. If it was promoted and is still the newest job
-//!    of the deque, the worker takes it back (`pop_if`) and runs it inline. Otherwise
-//!    a thief has it: the worker runs other work until `b`'s signal is set
-//!    ([`ThreadPool::wait_for`]), sleeping in the pool's sleep protocol when there is none, so a
-//!    waiting worker never blocks queued work.
+//!    inline. If it was promoted and is still the newest job of the deque, the worker takes it
+//!    back (`pop_if`) and runs it inline. Otherwise a thief has it: the worker waits in the one
+//!    waiting loop (`scheduler::worker::run_until`), running related work first (its own deque,
+//!    then the thief's: leapfrogging) until `b`'s signal is set.
 //!
 //! # Why a join deque next to the ring (issue 4, item 2)
 //! Submitted tasks want FIFO (a stream of submits is served fairly) and cheap bulk stealing
@@ -33,23 +34,26 @@
 //! keeps every `b` where its frame can take it back.
 //!
 //! # Missed wake-ups for join jobs
-//! A join push wakes a thread only when one is idle (or can be started) and no wake is in
+//! A promotion wakes a thread only when one is idle (or can be started) and no wake is in
 //! flight ([`notify_join`](crate::scheduler)); it does not take part in the `notified` flag.
 //! So a worker going to sleep at the same instant may miss a join job. That costs parallelism,
 //! never progress: the pushing worker is awake and takes its own job back (rayon makes the
 //! same trade for jobs pushed to a local deque; see `scheduler/README.md`, "Join jobs").
 //!
 //! # Called from outside the pool
-//! `join`/`scope` package the whole call as one stack job, submit it (the injector), and park
-//! the caller until it is done ([`ThreadPool::wait_for`]). If the pool cannot take work (shut
-//! down, no thread), the call runs on the caller, sequentially.
+//! `install`/`join`/`scope` package the whole call as one stack job, submit it (the injector),
+//! and park the caller until it is done ([`ThreadPool::wait_for`]). If the pool cannot take
+//! work (shut down, no thread), `join` and `scope` run on the caller, sequentially, and
+//! `install` returns the error.
 //!
-//! # Panics (`std`)
-//! Each half runs under `catch_unwind`. A panic is re-raised in the caller only after both
-//! halves are finished (or, if `a` panicked and `b` was never started, after `b` was taken back
-//! and dropped unrun); if both panic, `a`'s panic wins, as in rayon. Without `std` nothing can be
-//! caught: a panic unwinding out of `a` while `b` may be running elsewhere would free a frame
-//! that `b` still uses, so it aborts instead.
+//! # Panics
+//! A panic is re-raised in the caller only after both halves are finished (or, if `a`
+//! panicked and `b` was never started, after `b` was taken back and dropped unrun); if both
+//! panic, `a`'s panic wins, as in rayon. `a` runs without `catch_unwind`: a guard whose drop
+//! runs only while unwinding settles `b` (takes it back, or waits for its thief), so the fast
+//! path has no unwinding frame. A stolen `b` runs under `catch_unwind` on its thief (with
+//! `std`; the task callback is `extern "C"` and must not unwind) and its panic travels back in
+//! the job's result.
 
 pub(crate) mod deque;
 pub(crate) mod frame;
@@ -643,7 +647,11 @@ impl<S: Spawner> ThreadPool<S> {
             // SAFETY: the task meets `submit`'s contract (the caller's), and the forking code
             // waits for it (its latch).
             if unsafe { cx.joins_push(task) } {
-                self.inner().notify_join();
+                // Wake a thread only if one asked for work since this worker last offered some
+                // (the hungry flag, `scheduler/context.rs`): an owner-local load per fork.
+                if cx.is_hungry() {
+                    cx.offered_work();
+                }
                 return Ok(());
             }
         }

@@ -81,6 +81,16 @@ pub const MAX_UNRELATED_NESTING: u32 = 2;
 /// assert_eq!(pool.install(|cx| fib(cx, 20)).unwrap(), 6765);
 /// # }
 /// ```
+///
+/// A context never leaves its thread: closures handed to the pool cannot capture it.
+///
+/// ```compile_fail
+/// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
+/// pool.install(|cx| {
+///     // error: `WorkerContext` is not `Sync`, so a `Send` closure cannot borrow it.
+///     cx.join(|_| cx.index(), |_| 0)
+/// });
+/// ```
 #[repr(C)]
 pub struct WorkerContext<S: Spawner> {
     /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
@@ -255,8 +265,6 @@ impl<S: Spawner> WorkerContext<S> {
     #[cold]
     #[inline(never)]
     pub(crate) fn promote(&self) {
-        let inner = self.inner();
-        self.worker().hungry.store(false, Ordering::Relaxed);
         if let Some(task) = self.frames.oldest_latent() {
             // SAFETY: a latent frame's task is the header of a `join`'s live `StackJob`, not
             // offered yet (frames are offered once, oldest first), owned by this thread; its
@@ -266,9 +274,19 @@ impl<S: Spawner> WorkerContext<S> {
                 self.joins_push(task)
             } {
                 self.frames.mark_oldest_promoted();
-                inner.notify_join();
             }
         }
+        self.offered_work();
+    }
+
+    /// Work was pushed on our join deque (a fork) while the hungry flag was up: lower it and
+    /// wake a thread for the work, keeping the flag up while the pool still wants work.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn offered_work(&self) {
+        let inner = self.inner();
+        self.worker().hungry.store(false, Ordering::Relaxed);
+        inner.notify_join();
         if inner.wants_join_work() {
             self.worker().hungry.store(true, Ordering::Relaxed);
         }
@@ -284,7 +302,7 @@ impl<S: Spawner> WorkerContext<S> {
             return true;
         }
         let here = 0u8;
-        let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here) as usize);
+        let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here).addr());
         used <= self.stack_half
     }
 

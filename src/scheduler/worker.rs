@@ -1,5 +1,6 @@
-//! A worker thread: its state ([`Worker`]), its entry point, its run loop and the order in
-//! which it looks for work (design text 002, "dequeue", with text 003's LIFO slot and
+//! A worker thread: its shared state ([`Worker`]; the owner-only part is its
+//! [`WorkerContext`], `context.rs`), its entry point, its run loop and the order in which it
+//! looks for work (design text 002, "dequeue", with text 003's LIFO slot and
 //! injector interval):
 //!
 //! 0. every *interval*th search starts at the injector, so work injected from outside is not
@@ -17,9 +18,16 @@
 //!    LIFO slot (so a task parked in the slot of a worker busy with a long task is never
 //!    stranded).
 //!
-//! Before 3, a worker pops its own join deque (newest first): that deque is non-empty only
-//! while one of its `join`s runs its first closure, and a closure that waits (a latch, a
-//! stolen job) must still run the `b` it offered if nobody else does.
+//! Before 3, a worker pops its own join deque (newest first): non-empty only while one of its
+//! tasks waits inside a `join` or for a latch over forks, or after a task forked and returned.
+//!
+//! # One waiting loop
+//! [`Inner::run_until`] is the worker's loop and every wait on a worker (a stolen join half, a
+//! latch, an async join handle, `block_on`): the same search, notification and sleep, with an
+//! "until" condition. A wait searches related work first (its own join deque, then the deque
+//! of the worker that stole the half it waits for) and the rest of the order above only
+//! within the nesting bound of `context.rs` ("Bounded helping"); past it, it sleeps on its
+//! parker until its condition holds.
 //!
 //! [`ThreadPool::submit_lifo`]: super::ThreadPool::submit_lifo
 //!
@@ -44,7 +52,8 @@
 //! A `Worker` is heap-allocated by its own thread when it starts and linked into the pool's
 //! intrusive, push-only list. It is freed only when the pool is dropped, after every thread
 //! was joined: so thieves, notifiers and shutdown may touch any worker in the list at any time
-//! without further synchronisation.
+//! without further synchronisation. Its `WorkerContext` lives in the thread's entry frame
+//! (`worker_main`) while the thread runs the loop.
 
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
@@ -173,13 +182,21 @@ impl<S: Spawner> Inner<S> {
     /// (or, past the bound, on the worker's parker) when there is none.
     pub(crate) fn run_until(&self, cx: &WorkerContext<S>, until: Option<Until<'_>>) {
         let me = cx.worker();
-        if let Some(until) = until {
-            // SAFETY: we are the only waiter; a worker's parker lives until the pool is dropped.
-            if !unsafe { until.signal.register(crate::latch::Waiter::new(&me.parker)) } {
-                return;
-            }
-        }
         let done = || until.is_some_and(|u| u.signal.is_setting());
+        // A wait registers this worker as the signal's waiter only before its first sleep: a
+        // fork-join wait usually finds its forks in its own deque and runs them, and then
+        // its signal was set with no waiter to wake (no unpark, no atomic read-modify-write).
+        let mut registered = until.is_none();
+        let mut register = || {
+            if registered {
+                return true;
+            }
+            registered = true;
+            let until = until.expect("a wait has a signal");
+            // SAFETY: we are the only waiter, registered once; a worker's parker lives until
+            // the pool is dropped.
+            unsafe { until.signal.register(crate::latch::Waiter::new(&me.parker)) }
+        };
         let mut is_waking = false;
         let mut draining = false;
         // The worker's own loop starts by consuming the notification that started its thread.
@@ -193,7 +210,11 @@ impl<S: Spawner> Inner<S> {
                             Found::Task(task, pushed, unrelated) => Some((task, pushed, unrelated)),
                             Found::Nothing => None,
                             Found::Bounded => {
-                                self.block_until(cx, until.signal, is_waking);
+                                if register() {
+                                    self.block_until(cx, until.signal, is_waking);
+                                } else if is_waking {
+                                    self.notify(true);
+                                }
                                 return;
                             }
                         },
@@ -219,7 +240,7 @@ impl<S: Spawner> Inner<S> {
                 }
             }
             search = true;
-            if done() {
+            if done() || !register() {
                 break;
             }
             if draining {
@@ -586,7 +607,7 @@ unsafe extern "C" fn worker_main<S: Spawner>(arg: *mut c_void) {
     let stack_top = 0u8;
     // The owner-only half of the worker: it lives in this frame, on this thread, while the
     // thread runs the pool's loop, and the thread-local slot points to it meanwhile.
-    let cx = WorkerContext::new(pool, worker, ptr::from_ref(&stack_top) as usize);
+    let cx = WorkerContext::new(pool, worker, ptr::from_ref(&stack_top).addr());
     pool.spawner.set_current_worker(ptr::from_ref(&cx).cast());
     pool.run_until(&cx, None);
     pool.spawner.set_current_worker(ptr::null());

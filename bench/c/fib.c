@@ -1,0 +1,103 @@
+/*
+ * c_fib (BENCH.md): fib(30) in C through pool_fork + pool_latch_wait at every level, against
+ * plain recursive C fib, on a pool of THREADS workers (argument, default 2). Prints the median
+ * and min-max of RUNS runs (default 7) of each and the ratio of medians.
+ *   cc -O2 -Iinclude bench/c/fib.c target/release/libpool.a -lpthread -ldl -lm -o build/c_fib
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#ifndef N
+#define N 30
+#endif
+
+struct node {
+    struct task task;
+    unsigned n;
+    uint64_t result;
+    struct pool *pool;
+    struct pool_latch *parent;
+};
+
+static uint64_t fib_seq(unsigned n)
+{
+    return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2);
+}
+
+static void fib_run(struct task *task);
+
+static uint64_t fib_fork(struct pool *pool, unsigned n)
+{
+    if (n < 2) {
+        return n;
+    }
+    struct pool_latch latch;
+    pool_latch_init(&latch);
+    pool_latch_add(&latch, 1);
+    struct node right = { .task = { .callback = fib_run }, .n = n - 2, .pool = pool, .parent = &latch };
+    pool_fork(pool, &right.task);
+    uint64_t left = fib_fork(pool, n - 1);
+    pool_latch_wait(pool, &latch);
+    return left + right.result;
+}
+
+static void fib_run(struct task *task)
+{
+    struct node *node = (struct node *)((char *)task - offsetof(struct node, task));
+    node->result = fib_fork(node->pool, node->n);
+    pool_latch_done(node->parent);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    size_t threads = argc > 1 ? strtoul(argv[1], NULL, 10) : 2;
+    int runs = argc > 2 ? atoi(argv[2]) : 7;
+    struct pool_config cfg;
+    pool_config_init(&cfg);
+    cfg.max_threads = threads;
+    struct pool *pool;
+    if (pool_create(&cfg, &pool) != POOL_OK) {
+        return 1;
+    }
+    double seq[64], par[64];
+    for (int r = 0; r < runs && r < 64; r++) {
+        double t = now();
+        uint64_t a = fib_seq(N);
+        seq[r] = now() - t;
+        t = now();
+        struct pool_latch latch;
+        pool_latch_init(&latch);
+        pool_latch_add(&latch, 1);
+        struct node root = { .task = { .callback = fib_run }, .n = N, .pool = pool, .parent = &latch };
+        pool_submit_to(pool, &root.task);
+        pool_latch_wait(pool, &latch);
+        par[r] = now() - t;
+        if (root.result != a) {
+            fprintf(stderr, "wrong result\n");
+            return 1;
+        }
+    }
+    qsort(seq, runs, sizeof seq[0], cmp);
+    qsort(par, runs, sizeof par[0], cmp);
+    printf("c_fib(%d) %zu workers: pool_fork+latch median %.2f ms (%.2f-%.2f), sequential %.2f ms (%.2f-%.2f), ratio %.2f\n", N,
+           threads, par[runs / 2], par[0], par[runs - 1], seq[runs / 2], seq[0], seq[runs - 1], par[runs / 2] / seq[runs / 2]);
+    pool_destroy(pool);
+    return 0;
+}
