@@ -83,6 +83,12 @@ impl FrameStack {
         false
     }
 
+    /// Frames pushed, not popped and not offered: what promotion can still offer.
+    #[inline(always)]
+    pub(crate) fn latent(&self) -> usize {
+        self.depth.get() - self.latent_from.get()
+    }
+
     /// The task of the oldest latent frame that has a slot, if any, for the caller to offer.
     #[inline]
     pub(crate) fn oldest_latent(&self) -> Option<NonNull<Task>> {

@@ -69,6 +69,13 @@ use alloc::boxed::Box;
 
 use crate::latch::{CountLatch, Signal};
 use frame::FRAMES;
+
+/// Latent frames a worker keeps to offer before it stops recording joins (all but one in
+/// [`RECORD_EVERY`]): the outermost ones are the ones thieves get first, and the biggest.
+const LATENT_SUPPLY: usize = 3;
+/// With [`LATENT_SUPPLY`] latent frames, one join in this many is still recorded (a power of
+/// two: the test is a mask).
+pub(crate) const RECORD_EVERY: u32 = 64;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::scheduler::{Error, Inner, ThreadPool, WorkerContext};
@@ -416,6 +423,29 @@ impl<S: Spawner> WorkerContext<S> {
     /// Example: [`WorkerContext`].
     #[inline]
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(&WorkerContext<S>) -> RA + Send,
+        B: FnOnce(&WorkerContext<S>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        // Enough latent frames to offer already (the outer ones, the biggest): this join runs
+        // both halves in order, recording nothing, except every `RECORD_EVERY`th, so that deep
+        // inside a recursion whose outer frames were all taken there is again work to offer.
+        if self.frames.latent() >= LATENT_SUPPLY && !self.record_this_join() {
+            if self.is_hungry() {
+                self.promote();
+            }
+            let ra = a(self);
+            return (ra, b(self));
+        }
+        self.join_recorded(a, b)
+    }
+
+    /// A `join` that records its second half as a latent frame (out of line: the caller's
+    /// frame stays small on the path that records nothing).
+    #[inline(never)]
+    fn join_recorded<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce(&WorkerContext<S>) -> RA + Send,
         B: FnOnce(&WorkerContext<S>) -> RB + Send,

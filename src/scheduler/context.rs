@@ -112,6 +112,8 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) interval: InjectorInterval,
     /// The `join`s running on this thread, with their latent second halves (`join::frame`).
     pub(crate) frames: FrameStack,
+    /// Joins counted for `record_this_join`.
+    joins: Cell<u32>,
     /// Unrelated tasks running inside waits on this stack (module docs).
     unrelated: Cell<u32>,
     /// An address near the top of this thread's stack (the entry frame's).
@@ -143,6 +145,7 @@ impl<S: Spawner> WorkerContext<S> {
             lifo_streak: Cell::new(0),
             interval: InjectorInterval::new(),
             frames: FrameStack::new(),
+            joins: Cell::new(0),
             unrelated: Cell::new(0),
             stack_top,
             stack_half: stack_size / 2,
@@ -249,6 +252,14 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn interrupt_interval(&self) {
         // SAFETY: the interval lives in this owner-only context.
         unsafe { self.interval.interrupt() };
+    }
+
+    /// Counts a join that could go unrecorded; true for one in `RECORD_EVERY` (`join`).
+    #[inline(always)]
+    pub(crate) fn record_this_join(&self) -> bool {
+        let n = self.joins.get().wrapping_add(1);
+        self.joins.set(n);
+        n % crate::join::RECORD_EVERY == 0
     }
 
     /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load

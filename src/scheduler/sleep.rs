@@ -312,12 +312,16 @@ impl<S: Spawner> Inner<S> {
         let mut seen = false;
         for _ in 0..self.idle_spins {
             let s = self.load_sync(Ordering::Relaxed);
-            // Only work from outside (the injector) ends the spin early. A notification for a
-            // busy worker's own queue waits until the spin is over (`park` then sees it and
+            // Only work from outside (the injector) and work offered for stealing (a join
+            // deque: a promoted join half, a fork) end the spin early. A notification for a
+            // busy worker's own ring waits until the spin is over (`park` then sees it and
             // does not sleep): a thief that jumped on it at once would take a lone task its
             // owner is about to run, and a serial chain of tasks would bounce between cores
             // on every hop.
-            if (s.notified() && !self.injector.is_empty()) || s.state() == State::Shutdown || is_done() {
+            if (s.notified() && (!self.injector.is_empty() || self.has_join_work()))
+                || s.state() == State::Shutdown
+                || is_done()
+            {
                 seen = true;
                 break;
             }
@@ -334,6 +338,20 @@ impl<S: Spawner> Inner<S> {
             fence(Ordering::SeqCst);
         }
         seen
+    }
+
+    /// Whether some worker's join deque holds a job (a hint: Relaxed loads, no fence).
+    fn has_join_work(&self) -> bool {
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while let Some(w) = NonNull::new(worker) {
+            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
+            let w = unsafe { w.as_ref() };
+            if !w.joins.is_empty_hint() {
+                return true;
+            }
+            worker = w.next;
+        }
+        false
     }
 
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
