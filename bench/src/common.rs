@@ -16,6 +16,9 @@ pub const QSORT_LEN: usize = 10_000_000;
 pub const QSORT_CUTOFF: usize = 2_048;
 pub const QSORT_SEED: u32 = 0xdead_beef;
 pub const IDLE: Duration = Duration::from_secs(2);
+/// idle_cpu: the pause between the one task and the measured window (the pool is "built and
+/// warmed" when the window starts).
+pub const SETTLE: Duration = Duration::from_millis(100);
 pub const BLOCKING_TASKS: usize = 1_000;
 pub const BLOCKING_SLEEP: Duration = Duration::from_millis(1);
 
@@ -243,6 +246,8 @@ pub fn producers(shared: &Shared, body: impl Fn(usize) + Sync) -> Duration {
 /// during `IDLE` of sleeping on the main thread, in ms.
 pub fn idle_sample(one_task: impl FnOnce()) -> Sample {
     one_task();
+    // Warmed: threads the task's wake-up cascade started finish starting before the window.
+    std::thread::sleep(SETTLE);
     let before = process_cpu();
     std::thread::sleep(IDLE);
     let after = process_cpu();

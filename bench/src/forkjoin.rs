@@ -485,3 +485,39 @@ pub fn tree_sum() -> Vec<Contender> {
 pub fn tree_sum_small() -> Vec<Contender> {
     tree_contenders(1_023, 10_000_000 / 1_023)
 }
+
+// ---------------------------------------------------------------------------------------------
+// idle_cpu_ctx: process CPU time while a fork-join context is held open with no work.
+
+/// CPU ms of the whole process over `IDLE`, measured by `hold` around its sleep.
+fn ctx_idle_sample(hold: impl FnOnce(&(dyn Fn() -> f64 + Sync)) -> f64) -> Sample {
+    let measure = || {
+        let before = process_cpu();
+        std::thread::sleep(IDLE);
+        process_cpu() - before
+    };
+    Sample { value: hold(&|| measure().as_secs_f64() * 1e3), extra: None }
+}
+
+pub fn idle_cpu_ctx() -> Vec<Contender> {
+    vec![
+        Contender::new("no pool", "the floor: main thread sleeps, no pool exists", |_| Box::new(|| ctx_idle_sample(|m| m()))),
+        Contender::new(INTRUSIVE, "inside ThreadPool::install (a worker holds its context), the other workers idle", |threads| {
+            let pool = PoolBox::new(threads);
+            Box::new(move || {
+                pool.get().install(|cx| fib_ours(cx, 20)).expect("install");
+                ctx_idle_sample(|m| pool.get().install(|_| m()).expect("install"))
+            })
+        }),
+        Contender::new("chili", "inside a Scope held open (ThreadPool::scope), after one join", |threads| {
+            let pool = chili_pool(threads);
+            Box::new(move || {
+                let mut scope = pool.scope();
+                fib_chili(&mut scope, 20);
+                let s = ctx_idle_sample(|m| m());
+                drop(scope);
+                s
+            })
+        }),
+    ]
+}

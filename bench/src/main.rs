@@ -156,6 +156,16 @@ fn workloads() -> Vec<Workload> {
             },
         },
         Workload {
+            name: "idle_cpu_ctx",
+            unit: "CPU ms",
+            what: "process CPU time during 2 s while a fork-join context is held open with no work",
+            warmup: false,
+            extra: None,
+            baseline: None,
+            interleave: false,
+            contenders: forkjoin::idle_cpu_ctx,
+        },
+        Workload {
             name: "blocking",
             unit: "ms",
             what: "1,000 tasks each sleep 1 ms",
