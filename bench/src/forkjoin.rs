@@ -521,3 +521,285 @@ pub fn idle_cpu_ctx() -> Vec<Contender> {
         }),
     ]
 }
+
+// ---------------------------------------------------------------------------------------------
+// matmul: C = A·B, 1024×1024 f64, quadrant recursion with a join per split down to 64×64
+// blocks (coarse work: latent joins must not lose to eager stealing).
+
+const MM_N: usize = 1024;
+const MM_BLOCK: usize = 64;
+
+/// A square view into a row-major `MM_N`-wide matrix.
+#[derive(Clone, Copy)]
+struct View {
+    ptr: *mut f64,
+    n: usize,
+}
+
+// SAFETY: views handed to two joined halves never overlap where either writes (the quadrants of
+// C are disjoint; A and B are only read).
+unsafe impl Send for View {}
+// SAFETY: as above.
+unsafe impl Sync for View {}
+
+impl View {
+    fn quad(self, r: usize, c: usize) -> View {
+        let h = self.n / 2;
+        // SAFETY: inside the matrix (r, c in 0..2, h = n / 2).
+        View { ptr: unsafe { self.ptr.add(r * h * MM_N + c * h) }, n: h }
+    }
+}
+
+/// c += a·b on one block, sequentially (i-k-j order).
+fn mm_block(c: View, a: View, b: View) {
+    for i in 0..c.n {
+        for k in 0..c.n {
+            // SAFETY: inside the views (i, k < n).
+            let aik = unsafe { *a.ptr.add(i * MM_N + k) };
+            for j in 0..c.n {
+                // SAFETY: as above.
+                unsafe { *c.ptr.add(i * MM_N + j) += aik * *b.ptr.add(k * MM_N + j) };
+            }
+        }
+    }
+}
+
+/// c += a·b by quadrants: the four products of each half run in parallel through `join4`.
+fn mm_rec(c: View, a: View, b: View, join4: &(dyn Fn(&mut dyn FnMut(usize)) + Sync)) {
+    if c.n <= MM_BLOCK {
+        return mm_block(c, a, b);
+    }
+    for k in 0..2 {
+        join4(&mut |q| {
+            let (r, col) = (q / 2, q % 2);
+            mm_rec(c.quad(r, col), a.quad(r, k), b.quad(k, col), join4)
+        });
+    }
+}
+
+fn mm_ours(cx: &Cx, c: View, a: View, b: View) {
+    if c.n <= MM_BLOCK {
+        return mm_block(c, a, b);
+    }
+    for k in 0..2 {
+        cx.join(
+            |cx| cx.join(|cx| mm_ours(cx, c.quad(0, 0), a.quad(0, k), b.quad(k, 0)), |cx| mm_ours(cx, c.quad(0, 1), a.quad(0, k), b.quad(k, 1))),
+            |cx| cx.join(|cx| mm_ours(cx, c.quad(1, 0), a.quad(1, k), b.quad(k, 0)), |cx| mm_ours(cx, c.quad(1, 1), a.quad(1, k), b.quad(k, 1))),
+        );
+    }
+}
+
+fn mm_rayon(c: View, a: View, b: View) {
+    if c.n <= MM_BLOCK {
+        return mm_block(c, a, b);
+    }
+    for k in 0..2 {
+        rayon::join(
+            || rayon::join(|| mm_rayon(c.quad(0, 0), a.quad(0, k), b.quad(k, 0)), || mm_rayon(c.quad(0, 1), a.quad(0, k), b.quad(k, 1))),
+            || rayon::join(|| mm_rayon(c.quad(1, 0), a.quad(1, k), b.quad(k, 0)), || mm_rayon(c.quad(1, 1), a.quad(1, k), b.quad(k, 1))),
+        );
+    }
+}
+
+fn mm_chili(s: &mut chili::Scope<'_>, c: View, a: View, b: View) {
+    if c.n <= MM_BLOCK {
+        return mm_block(c, a, b);
+    }
+    for k in 0..2 {
+        s.join(
+            |s| s.join(|s| mm_chili(s, c.quad(0, 0), a.quad(0, k), b.quad(k, 0)), |s| mm_chili(s, c.quad(0, 1), a.quad(0, k), b.quad(k, 1))),
+            |s| s.join(|s| mm_chili(s, c.quad(1, 0), a.quad(1, k), b.quad(k, 0)), |s| mm_chili(s, c.quad(1, 1), a.quad(1, k), b.quad(k, 1))),
+        );
+    }
+}
+
+/// The matrices: A and B from xorshift32 (values in 0..1), C zeroed before each run; the
+/// checksum of the sequential product checks every contender.
+struct Matrices {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+    expect: f64,
+}
+
+impl Matrices {
+    fn new() -> Self {
+        let to_f = |x: u32| f64::from(x) / f64::from(u32::MAX);
+        let a: Vec<f64> = xorshift32_vec(1, MM_N * MM_N).into_iter().map(to_f).collect();
+        let b: Vec<f64> = xorshift32_vec(2, MM_N * MM_N).into_iter().map(to_f).collect();
+        let mut m = Matrices { a, b, c: vec![0.0; MM_N * MM_N], expect: 0.0 };
+        m.run(|c, a, b| mm_rec(c, a, b, &|f| (0..4).for_each(|q| f(q))));
+        m.expect = m.c.iter().sum();
+        m
+    }
+
+    fn run(&mut self, f: impl FnOnce(View, View, View)) {
+        self.c.iter_mut().for_each(|x| *x = 0.0);
+        let view = |v: &mut Vec<f64>| View { ptr: v.as_mut_ptr(), n: MM_N };
+        let (c, a, b) = (view(&mut self.c), view(&mut self.a), view(&mut self.b));
+        f(c, a, b);
+    }
+
+    fn sample(&mut self, f: impl FnOnce(View, View, View)) -> Sample {
+        let (elapsed, ()) = time(|| self.run(f));
+        let sum: f64 = self.c.iter().sum();
+        assert!((sum - self.expect).abs() <= 1e-6 * self.expect.abs(), "matmul: checksum {sum} != {}", self.expect);
+        Sample::millis(elapsed)
+    }
+}
+
+pub fn matmul() -> Vec<Contender> {
+    vec![
+        Contender::new("sequential", "the same blocked recursion, one thread (the baseline)", |_| {
+            let mut m = Matrices::new();
+            Box::new(move || m.sample(|c, a, b| mm_rec(c, a, b, &|f| (0..4).for_each(|q| f(q)))))
+        }),
+        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", |threads| {
+            let pool = PoolBox::new(threads);
+            let mut m = Matrices::new();
+            Box::new(move || m.sample(|c, a, b| pool.get().install(|cx| mm_ours(cx, c, a, b)).expect("install")))
+        }),
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
+            let pool = rayon_pool(threads);
+            let mut m = Matrices::new();
+            Box::new(move || m.sample(|c, a, b| pool.install(|| mm_rayon(c, a, b))))
+        }),
+        Contender::new("chili", "Scope::join; thread_count = N", |threads| {
+            let pool = chili_pool(threads);
+            let mut m = Matrices::new();
+            Box::new(move || {
+                let mut scope = pool.scope();
+                let s = m.sample(|c, a, b| mm_chili(&mut scope, c, a, b));
+                drop(scope);
+                s
+            })
+        }),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// nqueens: count the solutions of 12-queens; a join over the placements of each row (a binary
+// split of the columns) down to row 4, sequential below.
+
+const NQ_N: u32 = 12;
+const NQ_SPLIT_ROWS: u32 = 4;
+const NQ_SOLUTIONS: u64 = 14_200;
+
+/// Solutions below a partial board (bitmasks of attacked columns and diagonals), sequentially.
+fn nq_seq(row: u32, cols: u32, d1: u32, d2: u32) -> u64 {
+    if row == NQ_N {
+        return 1;
+    }
+    let mut free = !(cols | d1 | d2) & ((1 << NQ_N) - 1);
+    let mut n = 0;
+    while free != 0 {
+        let bit = free & free.wrapping_neg();
+        free ^= bit;
+        n += nq_seq(row + 1, cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1);
+    }
+    n
+}
+
+/// The placements of row `row` still free, as a bitmask, and how to place one.
+fn nq_free(cols: u32, d1: u32, d2: u32) -> u32 {
+    !(cols | d1 | d2) & ((1 << NQ_N) - 1)
+}
+
+/// Splits the free placements `free` in two halves (by count) and joins them, with `join`.
+fn nq_split(free: u32) -> (u32, u32) {
+    let half = free.count_ones() / 2;
+    let mut low = 0;
+    let mut rest = free;
+    for _ in 0..half {
+        let bit = rest & rest.wrapping_neg();
+        low |= bit;
+        rest ^= bit;
+    }
+    (low, rest)
+}
+
+fn nq_ours(cx: &Cx, row: u32, cols: u32, d1: u32, d2: u32, free: u32) -> u64 {
+    if row >= NQ_SPLIT_ROWS {
+        return nq_place(row, cols, d1, d2, free, &nq_seq);
+    }
+    if free.count_ones() <= 1 {
+        return nq_place(row, cols, d1, d2, free, &|r, c, a, b| nq_ours(cx, r, c, a, b, nq_free(c, a, b)));
+    }
+    let (lo, hi) = nq_split(free);
+    let (x, y) = cx.join(|cx| nq_ours(cx, row, cols, d1, d2, lo), |cx| nq_ours(cx, row, cols, d1, d2, hi));
+    x + y
+}
+
+fn nq_rayon(row: u32, cols: u32, d1: u32, d2: u32, free: u32) -> u64 {
+    if row >= NQ_SPLIT_ROWS {
+        return nq_place(row, cols, d1, d2, free, &nq_seq);
+    }
+    if free.count_ones() <= 1 {
+        return nq_place(row, cols, d1, d2, free, &|r, c, a, b| nq_rayon(r, c, a, b, nq_free(c, a, b)));
+    }
+    let (lo, hi) = nq_split(free);
+    let (x, y) = rayon::join(|| nq_rayon(row, cols, d1, d2, lo), || nq_rayon(row, cols, d1, d2, hi));
+    x + y
+}
+
+fn nq_chili(s: &mut chili::Scope<'_>, row: u32, cols: u32, d1: u32, d2: u32, free: u32) -> u64 {
+    if row >= NQ_SPLIT_ROWS {
+        return nq_place(row, cols, d1, d2, free, &nq_seq);
+    }
+    if free.count_ones() <= 1 {
+        let mut n = 0;
+        let mut f = free;
+        while f != 0 {
+            let bit = f & f.wrapping_neg();
+            f ^= bit;
+            let (c, a, b) = (cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1);
+            n += nq_chili(s, row + 1, c, a, b, nq_free(c, a, b));
+        }
+        return n;
+    }
+    let (lo, hi) = nq_split(free);
+    let (x, y) = s.join(|s| nq_chili(s, row, cols, d1, d2, lo), |s| nq_chili(s, row, cols, d1, d2, hi));
+    x + y
+}
+
+/// Places each queen of `free` on row `row` and counts below with `below`.
+fn nq_place(row: u32, cols: u32, d1: u32, d2: u32, free: u32, below: &dyn Fn(u32, u32, u32, u32) -> u64) -> u64 {
+    let mut n = 0;
+    let mut f = free;
+    while f != 0 {
+        let bit = f & f.wrapping_neg();
+        f ^= bit;
+        n += below(row + 1, cols | bit, (d1 | bit) << 1, (d2 | bit) >> 1);
+    }
+    n
+}
+
+fn nq_sample(f: impl FnOnce() -> u64) -> Sample {
+    let (elapsed, n) = time(f);
+    assert_eq!(n, NQ_SOLUTIONS, "nqueens({NQ_N})");
+    Sample::millis(elapsed)
+}
+
+pub fn nqueens() -> Vec<Contender> {
+    let all = (1u32 << NQ_N) - 1;
+    vec![
+        Contender::new("sequential", "bitmask backtracking, one thread (the baseline)", |_| Box::new(|| nq_sample(|| nq_seq(0, 0, 0, 0)))),
+        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", move |threads| {
+            let pool = PoolBox::new(threads);
+            Box::new(move || nq_sample(|| pool.get().install(|cx| nq_ours(cx, 0, 0, 0, 0, all)).expect("install")))
+        }),
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", move |threads| {
+            let pool = rayon_pool(threads);
+            Box::new(move || nq_sample(|| pool.install(|| nq_rayon(0, 0, 0, 0, all))))
+        }),
+        Contender::new("chili", "Scope::join; thread_count = N", move |threads| {
+            let pool = chili_pool(threads);
+            Box::new(move || {
+                let mut scope = pool.scope();
+                let s = nq_sample(|| nq_chili(&mut scope, 0, 0, 0, 0, all));
+                drop(scope);
+                s
+            })
+        }),
+    ]
+}
