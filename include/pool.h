@@ -427,7 +427,10 @@ int pool_shutdown(struct pool *pool);
 /**
  * Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
  * and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
- * is detected and ignored (the pool is left alone). Destroying a pool twice is undefined.
+ * is detected and ignored (the pool is left alone). If another thread is inside
+ * `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
+ * `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
+ * caller orders its own calls before the destroy.
  */
 void pool_destroy(struct pool *pool);
 
@@ -491,7 +494,9 @@ int pool_blocking_shutdown(struct pool_blocking *pool);
 /**
  * Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
  * NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
- * pool is left alone). Destroying a pool twice is undefined.
+ * pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
+ * for that shutdown to finish, then frees. Any call on `pool` that begins after
+ * `pool_blocking_destroy` began (a second destroy included) is undefined.
  */
 void pool_blocking_destroy(struct pool_blocking *pool);
 

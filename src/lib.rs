@@ -55,6 +55,7 @@ mod platform;
 mod queue;
 pub mod runtime;
 mod scheduler;
+mod shutdown;
 pub(crate) mod sync;
 mod sync_word;
 mod task;

@@ -26,7 +26,8 @@ use super::{BlockingConfig, BlockingMetrics, BlockingTask, Clock};
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::injector::Injector;
 use crate::scheduler::Error;
-use crate::sync::{fence, spin_hint, AtomicBool, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::shutdown::ShutdownGate;
+use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::task::{Batch, Task};
 
 /// The counts word: live threads (including one being started) and two flags.
@@ -158,8 +159,8 @@ pub(crate) struct Inner<S: Spawner> {
     stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last thread leaves.
     join_parker: S::Parker,
-    /// Set by the first shutdown.
-    shutdown_claimed: AtomicBool,
+    /// Claimed by the first shutdown; the dropper waits on it (`crate::shutdown`).
+    pub(crate) gate: ShutdownGate,
     totals: Totals,
     pub(crate) spawner: S,
 }
@@ -194,7 +195,7 @@ impl<S: Spawner> Inner<S> {
             clock: config.clock,
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
-            shutdown_claimed: AtomicBool::new(false),
+            gate: ShutdownGate::new(),
             totals: Totals::default(),
             spawner,
         });
@@ -637,12 +638,9 @@ impl<S: Spawner> Inner<S> {
     // ----------------------------------------------------------------------------------------
     // Shutdown
 
-    /// Claims shutdown, closes the queue, sets SHUTDOWN and wakes every idle thread. Returns
-    /// false if shutdown was already claimed.
-    pub(crate) fn begin_shutdown(&self) -> bool {
-        if self.shutdown_claimed.swap(true, Ordering::AcqRel) {
-            return false;
-        }
+    /// Closes the queue, sets SHUTDOWN and wakes every idle thread. Called once, by whoever
+    /// claimed the gate.
+    pub(crate) fn begin_shutdown(&self) {
         // From here every submit is refused (the queue's CLOSED bit is the linearisation
         // point: a push either got in before, and is drained below, or is refused).
         self.queue.close();
@@ -656,7 +654,6 @@ impl<S: Spawner> Inner<S> {
                 slot.parker.unpark();
             }
         }
-        true
     }
 
     /// See `BlockingPool::shutdown`.
@@ -664,9 +661,8 @@ impl<S: Spawner> Inner<S> {
         if self.is_pool_thread() {
             return Err(Error::InvalidArgument);
         }
-        if !self.begin_shutdown() {
-            return Err(Error::Shutdown);
-        }
+        let Some(finishing) = self.gate.claim() else { return Err(Error::Shutdown) };
+        self.begin_shutdown();
         // The threads drain the queue (running mandatory tasks, cancelling the rest) and
         // leave; the last one out unparks us (`leave` / `release`).
         while self.counts().threads() != 0 {
@@ -681,6 +677,8 @@ impl<S: Spawner> Inner<S> {
         // by keep-alive, or none could be started): mandatory ones run here, the rest are
         // handed back.
         self.drain(&self.join_parker);
+        // The last access to `self`: a dropper waiting in `Drop` may free it from here.
+        finishing.finish();
         Ok(())
     }
 }

@@ -667,13 +667,23 @@ impl<S: Spawner> Drop for BlockingPool<S> {
     /// Dropping it from one of its own threads cannot join (the thread would wait for itself):
     /// the pool then begins shutdown, lets its threads drain and exit, and leaks its state
     /// instead of freeing memory they still use.
+    ///
+    /// If a shutdown is in progress on another thread (the C layer's `pool_blocking_shutdown`
+    /// racing `pool_blocking_destroy`), this waits for it to finish before freeing. If a
+    /// shutdown unwound (a panicking [`Spawner::join_all`]), its threads may still run: the
+    /// state is leaked.
     fn drop(&mut self) {
         let inner = self.inner();
         if inner.is_pool_thread() {
-            inner.begin_shutdown();
+            if inner.gate.detach() {
+                inner.begin_shutdown();
+            }
             return;
         }
         let _ = inner.shutdown();
+        if !inner.gate.wait_finished(|| inner.spawner.new_parker()) {
+            return;
+        }
         // SAFETY: every thread is joined (shutdown is complete, here or in an earlier call that
         // returned), so this is the only reference; `inner` came from Box::leak.
         drop(unsafe { Box::from_raw(self.inner.as_ptr()) });

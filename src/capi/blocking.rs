@@ -281,7 +281,9 @@ pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
 
 /// Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
 /// NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
-/// pool is left alone). Destroying a pool twice is undefined.
+/// pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
+/// for that shutdown to finish, then frees. Any call on `pool` that begins after
+/// `pool_blocking_destroy` began (a second destroy included) is undefined.
 #[no_mangle]
 pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
     let _ = boundary(|| {

@@ -300,7 +300,10 @@ pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
 
 /// Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
 /// and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
-/// is detected and ignored (the pool is left alone). Destroying a pool twice is undefined.
+/// is detected and ignored (the pool is left alone). If another thread is inside
+/// `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
+/// `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
+/// caller orders its own calls before the destroy.
 #[no_mangle]
 pub extern "C" fn pool_destroy(pool: *mut Pool) {
     let _ = boundary(|| {

@@ -33,7 +33,8 @@ use alloc::vec::Vec;
 
 use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::shutdown::ShutdownGate;
 use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
 use stats::Counters;
@@ -191,8 +192,8 @@ pub(crate) struct Inner<S: Spawner> {
     stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last worker leaves.
     join_parker: S::Parker,
-    /// Set by the first `shutdown` call.
-    shutdown_claimed: AtomicBool,
+    /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
+    gate: ShutdownGate,
     stats_spawn_failed: AtomicUsize,
     /// Counters of events on threads that are not workers (shared: `bump_shared`).
     pub(crate) outside: CachePadded<Counters>,
@@ -296,7 +297,7 @@ impl<S: Spawner> ThreadPool<S> {
             max_threads: max_threads as u32,
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
-            shutdown_claimed: AtomicBool::new(false),
+            gate: ShutdownGate::new(),
             stats_spawn_failed: AtomicUsize::new(0),
             outside: CachePadded(Counters::default()),
             runtime: crate::runtime::PoolRuntime::new(),
@@ -608,18 +609,10 @@ impl<S: Spawner> ThreadPool<S> {
         match self.current_worker() {
             Some(me) => self.help_until(me, signal),
             None => {
-                let parker = self.inner().spawner.new_parker();
-                // SAFETY: we are the only waiter; `parker` lives until the signal is set
-                // (the spin below comes before it is dropped).
-                if unsafe { signal.register(crate::latch::Waiter::new(&parker)) } {
-                    while !signal.is_setting() {
-                        parker.park();
-                    }
-                }
-                // Still in `parker`'s scope: after SETTING the setter may still be inside its
-                // `unpark`, and SET is its last access (tests/waiter_parker.rs; found by the
-                // capi_ops fuzz target under ASan).
-                signal.spin_until_set();
+                // Waits for SET in `parker`'s scope: after SETTING the setter may still be
+                // inside its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz
+                // target under ASan).
+                signal.park_until_set(&self.inner().spawner.new_parker());
                 return;
             }
         }
@@ -730,9 +723,7 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::InvalidArgument);
         }
         let inner = self.inner();
-        if inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
-            return Err(Error::Shutdown);
-        }
+        let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
         inner.injector.close();
         inner.begin_shutdown();
         inner.wait_for_threads();
@@ -761,6 +752,8 @@ impl<S: Spawner> ThreadPool<S> {
             }
             worker::backoff(&inner.join_parker, &mut spins);
         }
+        // The last access to `inner`: a dropper waiting in `Drop` may free it from here.
+        finishing.finish();
         Ok(())
     }
 
@@ -799,10 +792,14 @@ impl<S: Spawner> Drop for ThreadPool<S> {
     /// Dropping the last handle from inside one of the pool's own tasks cannot join (the
     /// thread would wait for itself): the pool then stops accepting work, lets its threads drain
     /// and exit, and leaks its own state (a few KiB) instead of freeing memory they still use.
+    ///
+    /// If a shutdown is in progress on another thread (the C layer's `pool_shutdown` racing
+    /// `pool_destroy`), this waits for it to finish before freeing. If a shutdown unwound (a
+    /// panicking [`Spawner::join_all`]), its threads may still run: the state is leaked.
     fn drop(&mut self) {
         if self.is_worker_thread() {
             let inner = self.inner();
-            if !inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
+            if inner.gate.detach() {
                 inner.injector.close();
                 inner.begin_shutdown();
                 inner.spawner.detach_all();
@@ -810,6 +807,9 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             return;
         }
         let _ = self.shutdown();
+        if !self.inner().gate.wait_finished(|| self.inner().spawner.new_parker()) {
+            return;
+        }
         // Live async tasks hold references on `Inner` too (`runtime::pool`): the last one out
         // frees it, so a late waker finds a closed pool instead of freed memory.
         if self.inner().runtime.release() {
