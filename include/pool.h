@@ -100,7 +100,9 @@ enum pool_status {
    */
   POOL_ERR_PANIC = -5,
   /**
-   * An index out of range (a worker index at or beyond the pool's worker count).
+   * A count or an index out of range: a worker index at or beyond the pool's worker
+   * count; a `pool_latch_add` that would take the latch's count past its range (the latch
+   * is unchanged).
    */
   POOL_ERR_RANGE = -6,
   /**
@@ -534,7 +536,8 @@ int pool_latch_init(struct pool_latch *latch);
 /**
  * Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
  * Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
- * completed or is completing): re-initialise it first.
+ * completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
+ * exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
  */
 int pool_latch_add(struct pool_latch *latch, size_t n);
 

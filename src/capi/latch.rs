@@ -62,7 +62,8 @@ pub extern "C" fn pool_latch_init(latch: *mut PoolLatch) -> c_int {
 
 /// Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
 /// Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
-/// completed or is completing): re-initialise it first.
+/// completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
+/// exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
 #[no_mangle]
 pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
     boundary(|| {
@@ -72,8 +73,7 @@ pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
         if latch.is_released() {
             return POOL_ERR_INVALID;
         }
-        latch.add(n);
-        POOL_OK
+        status(latch.try_add(n))
     })
 }
 

@@ -35,7 +35,9 @@ pub enum pool_status {
     POOL_ERR_NOMEM = -4,
     /// An internal panic was caught at the boundary (a bug in pool; please report it).
     POOL_ERR_PANIC = -5,
-    /// An index out of range (a worker index at or beyond the pool's worker count).
+    /// A count or an index out of range: a worker index at or beyond the pool's worker
+    /// count; a `pool_latch_add` that would take the latch's count past its range (the latch
+    /// is unchanged).
     POOL_ERR_RANGE = -6,
     /// Too late: a configuration that must come before first use came after it
     /// (`pool_blocking_global_configure` once the global blocking pool was built); nothing
@@ -132,6 +134,7 @@ fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::Shutdown) => POOL_ERR_SHUTDOWN,
         Err(Error::Spawn) => POOL_ERR_SPAWN,
         Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
+        Err(Error::Overflow) => POOL_ERR_RANGE,
     }
 }
 

@@ -112,6 +112,9 @@ pub enum Error {
     /// A configuration that must come before first use came after it: the process-wide
     /// blocking pool was already built ([`configure_global_blocking`](crate::configure_global_blocking)).
     AlreadyStarted,
+    /// A count would leave its range ([`CountLatch::try_add`](crate::CountLatch::try_add));
+    /// nothing was changed.
+    Overflow,
 }
 
 impl fmt::Display for Error {
@@ -121,6 +124,7 @@ impl fmt::Display for Error {
             Error::Shutdown => "the pool is shut down",
             Error::Spawn => "no thread could be started",
             Error::AlreadyStarted => "already started: configure it before its first use",
+            Error::Overflow => "a count would overflow",
         })
     }
 }
