@@ -133,8 +133,9 @@ struct pool_config {
    */
   size_t max_threads;
   /**
-   * Stack size of each worker thread in bytes; 0 = the system default, otherwise at least
-   * 16384 and at most 1 GiB.
+   * Stack size of each worker thread in bytes; 0 = the system default: what
+   * `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
+   * host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
    */
   size_t stack_size;
   /**
@@ -178,8 +179,8 @@ struct pool_blocking_config {
    */
   size_t keep_alive_ms;
   /**
-   * Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
-   * and at most 1 GiB.
+   * Stack size of each thread in bytes; 0 = the system default (what `pthread_attr_init`
+   * gives a new thread: it follows `ulimit -s`), otherwise at least 16384 and at most 1 GiB.
    */
   size_t stack_size;
 };

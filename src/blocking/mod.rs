@@ -92,7 +92,9 @@ pub struct BlockingConfig {
     /// How long an idle thread waits for work before it exits. Zero: it exits as soon as it
     /// finds no work.
     pub keep_alive: Duration,
-    /// Stack size of each thread in bytes; 0 means the platform default.
+    /// Stack size of each thread in bytes; 0 means the platform default: for `ThreadSpawner`,
+    /// Rust std's (2 MiB, or `RUST_MIN_STACK`), not pthread's (the C API's `stack_size = 0`
+    /// means pthread's default instead).
     pub stack_size: usize,
     /// A monotonic clock in nanoseconds since any fixed point: it tells a keep-alive timeout
     /// from a spurious return of `park_timeout` (module docs). `Default` supplies one with

@@ -75,8 +75,8 @@ pub struct pool_blocking_config {
     /// Milliseconds an idle thread waits for work before it exits (default 10000); 0: it exits
     /// as soon as it finds no work.
     pub keep_alive_ms: usize,
-    /// Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
-    /// and at most 1 GiB.
+    /// Stack size of each thread in bytes; 0 = the system default (what `pthread_attr_init`
+    /// gives a new thread: it follows `ulimit -s`), otherwise at least 16384 and at most 1 GiB.
     pub stack_size: usize,
 }
 
@@ -203,7 +203,7 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     Some(BlockingConfig {
         max_threads: config.max_threads,
         keep_alive: Duration::from_millis(config.keep_alive_ms as u64),
-        stack_size: config.stack_size,
+        stack_size: super::process::c_stack_size(config.stack_size),
         ..BlockingConfig::default()
     })
 }

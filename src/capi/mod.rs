@@ -53,6 +53,7 @@ pub use latch::*;
 pub use blocking::*;
 mod platform;
 pub use platform::*;
+mod process;
 mod stats;
 pub use stats::*;
 
@@ -89,8 +90,9 @@ mod layout {
 pub struct PoolConfig {
     /// Most worker threads; 0 = the number of CPUs available. At most 16383.
     pub max_threads: usize,
-    /// Stack size of each worker thread in bytes; 0 = the system default, otherwise at least
-    /// 16384 and at most 1 GiB.
+    /// Stack size of each worker thread in bytes; 0 = the system default: what
+    /// `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
+    /// host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
     pub stack_size: usize,
     /// Rounds an idle worker watches for new work from outside the pool before it sleeps
     /// (a short spin that saves both sides a system call when work comes soon after).
@@ -220,7 +222,12 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     {
         return POOL_ERR_INVALID;
     }
-    let config = Config { max_threads: config.max_threads, stack_size: config.stack_size, idle_spins: config.idle_spins };
+    // OS threads get the pthread default for 0; a host's platform gets 0 as it is.
+    let stack_size = match spawner {
+        platform::CSpawner::Std(_) => process::c_stack_size(config.stack_size),
+        platform::CSpawner::Host(_) => config.stack_size,
+    };
+    let config = Config { max_threads: config.max_threads, stack_size, idle_spins: config.idle_spins };
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
             // SAFETY: non-null; the caller passes a writable `struct pool *`.

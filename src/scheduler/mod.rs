@@ -59,7 +59,9 @@ pub struct Config {
     /// Most threads the pool starts; 0 means the platform's available parallelism. At most
     /// [`MAX_THREADS`](crate::MAX_THREADS).
     pub max_threads: usize,
-    /// Stack size of each thread in bytes; 0 means the platform default.
+    /// Stack size of each thread in bytes; 0 means the platform default: for
+    /// `ThreadSpawner`, Rust std's (2 MiB, or `RUST_MIN_STACK`), not
+    /// pthread's (the C API's `stack_size = 0` means pthread's default instead).
     pub stack_size: usize,
     /// Rounds (one load and one spin-loop hint each) an idle worker watches for new work from
     /// outside the pool before it sleeps, so that a submit soon after costs neither side a
