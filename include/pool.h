@@ -153,6 +153,14 @@ struct pool_config {
  * The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
  * exactly once with the submitted pointer, on a pool thread; recover your struct with
  * `POOL_CONTAINER_OF(task, struct your_struct, member)`.
+ *
+ * Every callback (a task's, a blocking task's `cancel`) must return normally:
+ * * `longjmp` (or `siglongjmp`) out of a callback is undefined behaviour: it cannot be
+ *   detected, and it leaves the pool's thread in the middle of its own code;
+ * * a C++ exception escaping a callback, or `pthread_exit` called inside one, ends the
+ *   process (abort) with the message "pool: a task callback was left by unwinding ...
+ *   callbacks must return normally": catch exceptions inside the callback if you need to
+ *   survive them; end a pool thread only by returning.
  */
 struct task {
   /**
@@ -160,7 +168,8 @@ struct task {
    */
   struct task *next;
   /**
-   * Called once when the task runs. Must not be NULL.
+   * Called once when the task runs. Must not be NULL. Must return normally (no `longjmp`,
+   * C++ exception or `pthread_exit` out of it: see above).
    */
   void (*callback)(struct task *task);
 };

@@ -499,7 +499,7 @@ impl<S: Spawner> Inner<S> {
             if let Some(cancel) = cancel {
                 // SAFETY: dequeued, so this is its one callback; the pool does not touch the
                 // task afterwards.
-                unsafe { cancel(task.as_ptr()) };
+                unsafe { crate::task::call(cancel, task.as_ptr()) };
                 self.totals.cancelled.fetch_add(1, Ordering::Relaxed);
                 return;
             }
