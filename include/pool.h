@@ -92,7 +92,11 @@ enum pool_status {
    */
   POOL_ERR_SPAWN = -3,
   /**
-   * Out of memory.
+   * Out of memory: nothing was created or queued, nothing is left half-built (every
+   * function that allocates: `pool_create`, `pool_create_with_platform`,
+   * `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
+   * pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+   * when the pool has no thread at all).
    */
   POOL_ERR_NOMEM = -4,
   /**
@@ -398,12 +402,14 @@ void pool_config_init(struct pool_config *config);
 /**
  * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
  * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
- * Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+ * Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field, POOL_ERR_NOMEM when
+ * memory runs out (`*out` untouched, nothing allocated).
  */
 int pool_create(const struct pool_config *config, struct pool **out);
 
 /**
- * Submits one task to the global pool (started on first use, no init call needed).
+ * Submits one task to the global pool (started on first use, no init call needed; its
+ * first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
  * On POOL_OK the pool owns the task until its callback starts; on any error it was not
  * queued and is still the caller's.
  */
@@ -471,8 +477,8 @@ int pool_blocking_task_init(struct pool_blocking_task *task,
 /**
  * Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
  * pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
- * work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
- * (`*out` untouched).
+ * work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field,
+ * POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
  */
 int pool_blocking_create(const struct pool_blocking_config *config, struct pool_blocking **out);
 
@@ -527,7 +533,7 @@ int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking
  * Returns POOL_OK (the pool is built with `*config`, no thread started yet);
  * POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
  * call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
- * field (nothing changed).
+ * field, POOL_ERR_NOMEM when memory runs out (nothing changed).
  */
 int pool_blocking_global_configure(const struct pool_blocking_config *config);
 
@@ -586,7 +592,7 @@ int pool_fork(struct pool *pool, struct task *task);
  * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
  * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
  * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
- * an out-of-range config field (`*out` untouched).
+ * an out-of-range config field; POOL_ERR_NOMEM when memory runs out (`*out` untouched).
  */
 int pool_create_with_platform(const struct pool_config *config,
                               const struct pool_platform *platform,

@@ -48,6 +48,7 @@ extern crate alloc;
 extern crate std;
 
 mod blocking;
+mod fallible;
 mod join;
 mod latch;
 mod panic;

@@ -19,7 +19,20 @@ static GLOBAL: OnceLock<BlockingPool<ThreadSpawner>> = OnceLock::new();
 /// assert!(pool::global_blocking().metrics().threads_spawned >= before);
 /// ```
 pub fn global_blocking() -> &'static BlockingPool<ThreadSpawner> {
-    GLOBAL.get_or_init(|| BlockingPool::new(BlockingConfig::default()).expect("the default configuration is valid"))
+    try_global_blocking().unwrap_or_else(|e| panic!("the global blocking pool could not be built: {e}"))
+}
+
+/// [`global_blocking`], or the error that kept it from being built (out of memory) on first
+/// use; a later call tries again.
+pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawner>, Error> {
+    if let Some(pool) = GLOBAL.get() {
+        return Ok(pool);
+    }
+    let pool = BlockingPool::new(BlockingConfig::default())?;
+    // Racing another first use or `configure_global_blocking`: one pool is kept, the other
+    // dropped (it never started a thread).
+    let _ = GLOBAL.set(pool);
+    Ok(GLOBAL.get().expect("set above, by us or by the racing call"))
 }
 
 /// Sets the configuration of the process-wide blocking pool ([`global_blocking`]). Only before

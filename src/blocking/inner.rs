@@ -20,11 +20,11 @@ use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use super::{BlockingConfig, BlockingMetrics, BlockingTask, Clock};
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::injector::Injector;
+use crate::fallible::{try_box, try_boxed_slice};
 use crate::scheduler::Error;
 use crate::shutdown::ShutdownGate;
 use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, Ordering};
@@ -173,23 +173,21 @@ impl<S: Spawner> Inner<S> {
             n if n <= BlockingConfig::MAX_THREADS => n,
             _ => return Err(Error::InvalidArgument),
         };
-        let slots = (0..cap)
-            .map(|index| Slot {
-                pool: ptr::null(),
-                index,
-                state: AtomicU32::new(EMPTY),
-                parker: spawner.new_parker(),
-            })
-            .collect::<Vec<_>>()
-            .into_boxed_slice();
+        let slots = try_boxed_slice(cap, |index| Slot {
+            pool: ptr::null(),
+            index,
+            state: AtomicU32::new(EMPTY),
+            parker: spawner.new_parker(),
+        })?;
         let words = cap.div_ceil(usize::BITS as usize);
-        let inner = Box::new(Inner {
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        let inner = try_box(Inner {
             counts: CachePadded(AtomicUsize::new(0)),
             idle: CachePadded(AtomicUsize::new(0)),
             queued: CachePadded(AtomicUsize::new(0)),
             queue: Injector::new(),
             slots,
-            idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
+            idle_map,
             cap,
             keep_alive: config.keep_alive,
             clock: config.clock,
@@ -198,7 +196,7 @@ impl<S: Spawner> Inner<S> {
             gate: ShutdownGate::new(),
             totals: Totals::default(),
             spawner,
-        });
+        })?;
         let raw: *mut Inner<S> = Box::into_raw(inner);
         // SAFETY: just allocated and not shared yet: exclusive access through `raw`.
         for slot in unsafe { (*raw).slots.iter_mut() } {

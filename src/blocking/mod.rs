@@ -70,7 +70,7 @@ pub use handle::{BlockingHandle, BlockingJoinError};
 #[cfg(feature = "std")]
 pub use global::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "capi")]
-pub(crate) use global::global_blocking_if_built;
+pub(crate) use global::{global_blocking_if_built, try_global_blocking};
 
 /// A monotonic clock: nanoseconds since any fixed point (see the module docs).
 pub(crate) type Clock = fn() -> u64;
@@ -351,7 +351,8 @@ impl<S: Spawner> BlockingPool<S> {
     /// Builds a blocking pool on the given platform. No thread starts until the first submit.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`];
+    /// [`Error::OutOfMemory`] if the allocator fails (nothing is left allocated).
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
@@ -697,14 +698,15 @@ impl BlockingPool<crate::ThreadSpawner> {
     /// A blocking pool on OS threads named "pool-blocking". No thread starts until work arrives.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`];
+    /// [`Error::OutOfMemory`] if the allocator fails.
     ///
     /// ```
     /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
     /// assert_eq!(pool.max_threads(), 4);
     /// ```
     pub fn new(config: BlockingConfig) -> Result<Self, Error> {
-        Self::with_spawner(config, crate::ThreadSpawner::named("pool-blocking"))
+        Self::with_spawner(config, crate::ThreadSpawner::try_named("pool-blocking")?)
     }
 }
 

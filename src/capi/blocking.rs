@@ -14,8 +14,8 @@ use core::time::Duration;
 
 use super::{boundary, status, CTask, MAX_STACK, MIN_STACK};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
-use crate::blocking::global_blocking_if_built;
-use crate::{configure_global_blocking, global_blocking, ThreadSpawner};
+use crate::blocking::{global_blocking_if_built, try_global_blocking};
+use crate::{configure_global_blocking, ThreadSpawner};
 
 use super::pool_status::*;
 
@@ -210,8 +210,8 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
 
 /// Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
 /// pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
-/// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
-/// (`*out` untouched).
+/// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field,
+/// POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out: *mut *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -259,8 +259,12 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
 pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
+        let pool = match try_global_blocking() {
+            Ok(pool) => pool,
+            Err(e) => return status(Err(e)),
+        };
         // SAFETY: checked; the caller's contract covers the rest.
-        status(unsafe { global_blocking().submit(task) })
+        status(unsafe { pool.submit(task) })
     })
 }
 
@@ -321,7 +325,7 @@ pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut po
 /// Returns POOL_OK (the pool is built with `*config`, no thread started yet);
 /// POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
 /// call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
-/// field (nothing changed).
+/// field, POOL_ERR_NOMEM when memory runs out (nothing changed).
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_config) -> c_int {
     boundary(|| {

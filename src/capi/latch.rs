@@ -16,8 +16,8 @@ use core::ffi::c_int;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, checked_task, pool_status::*, status, CTask, Pool};
-use crate::{global, CountLatch};
+use super::{borrow, boundary, checked_task, global_pool, pool_status::*, status, CTask, Pool};
+use crate::CountLatch;
 
 /// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
 /// for growth without changing the C ABI.
@@ -110,8 +110,12 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
 pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
     boundary(|| {
         let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: an initialised latch (pool.h contract).
-        global().wait_for_latch(unsafe { core_latch(latch) });
+        pool.wait_for_latch(unsafe { core_latch(latch) });
         POOL_OK
     })
 }

@@ -15,7 +15,8 @@ use core::ffi::{c_char, c_int};
 use core::ptr::{self, NonNull};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::{global, Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
+use crate::os::global::try_global;
+use crate::{Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
 
 /// Status codes returned by every `int` function of the C API.
 #[repr(C)]
@@ -31,7 +32,11 @@ pub enum pool_status {
     POOL_ERR_SHUTDOWN = -2,
     /// The pool has no thread and could not start one: the work was not accepted.
     POOL_ERR_SPAWN = -3,
-    /// Out of memory.
+    /// Out of memory: nothing was created or queued, nothing is left half-built (every
+    /// function that allocates: `pool_create`, `pool_create_with_platform`,
+    /// `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
+    /// pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+    /// when the pool has no thread at all).
     POOL_ERR_NOMEM = -4,
     /// An internal panic was caught at the boundary (a bug in pool; please report it).
     POOL_ERR_PANIC = -5,
@@ -146,7 +151,13 @@ fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::Spawn) => POOL_ERR_SPAWN,
         Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
         Err(Error::Overflow) => POOL_ERR_RANGE,
+        Err(Error::OutOfMemory) => POOL_ERR_NOMEM,
     }
+}
+
+/// The global pool, built on first use; its status if it could not be (out of memory).
+fn global_pool() -> Result<&'static ThreadPool<crate::ThreadSpawner>, pool_status> {
+    try_global().map_err(|e| status(Err(e)))
 }
 
 /// Checks one task and turns it into a core task pointer.
@@ -211,10 +222,14 @@ impl PoolConfig {
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
 /// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
-/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field, POOL_ERR_NOMEM when
+/// memory runs out (`*out` untouched, nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
-    boundary(|| create_with(config, out, platform::CSpawner::std()))
+    boundary(|| match platform::CSpawner::std() {
+        Ok(spawner) => create_with(config, out, spawner),
+        Err(e) => status(Err(e)),
+    })
 }
 
 /// `pool_create` on any platform: checks `out` and `config`, builds the pool, writes `*out`.
@@ -247,15 +262,20 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     }
 }
 
-/// Submits one task to the global pool (started on first use, no init call needed).
+/// Submits one task to the global pool (started on first use, no init call needed; its
+/// first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
 /// On POOL_OK the pool owns the task until its callback starts; on any error it was not
 /// queued and is still the caller's.
 #[no_mangle]
 pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
     boundary(|| {
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: checked non-null with a callback; the caller's contract (pool.h) covers the rest.
-        status(unsafe { global().submit(task) })
+        status(unsafe { pool.submit(task) })
     })
 }
 
@@ -265,8 +285,12 @@ pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
 pub extern "C" fn pool_submit_batch(first: *mut CTask) -> c_int {
     boundary(|| {
         let Some(batch) = checked_batch(first) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: validated; the caller's contract covers the rest.
-        status(unsafe { global().submit_batch(batch) })
+        status(unsafe { pool.submit_batch(batch) })
     })
 }
 

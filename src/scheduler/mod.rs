@@ -29,8 +29,8 @@ use core::fmt;
 use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
+use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
@@ -117,6 +117,8 @@ pub enum Error {
     /// A count would leave its range ([`CountLatch::try_add`](crate::CountLatch::try_add));
     /// nothing was changed.
     Overflow,
+    /// The allocator failed: nothing was built (a constructor), or the thread was not started.
+    OutOfMemory,
 }
 
 impl fmt::Display for Error {
@@ -127,6 +129,7 @@ impl fmt::Display for Error {
             Error::Spawn => "no thread could be started",
             Error::AlreadyStarted => "already started: configure it before its first use",
             Error::Overflow => "a count would overflow",
+            Error::OutOfMemory => "out of memory",
         })
     }
 }
@@ -266,7 +269,8 @@ impl<S: Spawner> ThreadPool<S> {
     /// Builds a pool on the given platform. No thread starts until the first submit.
     ///
     /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// [`MAX_THREADS`](crate::MAX_THREADS), and with [`Error::OutOfMemory`] if the allocator
+    /// fails (nothing is left allocated).
     ///
     /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
     /// [`Spawner`]: see that trait's example):
@@ -291,12 +295,14 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::InvalidArgument);
         }
         let words = max_threads.div_ceil(usize::BITS as usize);
-        let inner = Box::new(Inner {
+        let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        let inner = try_box(Inner {
             sync: CachePadded(AtomicU32::new(Sync::default().0)),
             injector: Injector::new(),
             workers: AtomicPtr::new(ptr::null_mut()),
-            worker_table: (0..max_threads).map(|_| AtomicPtr::new(ptr::null_mut())).collect::<Vec<_>>().into_boxed_slice(),
-            idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
+            worker_table,
+            idle_map,
             spinning: AtomicUsize::new(0),
             idle_spins: config.idle_spins,
             next_index: AtomicUsize::new(0),
@@ -308,7 +314,7 @@ impl<S: Spawner> ThreadPool<S> {
             outside: CachePadded(Counters::default()),
             runtime: crate::runtime::PoolRuntime::new(),
             spawner,
-        });
+        })?;
         Ok(Self { inner: NonNull::from(Box::leak(inner)) })
     }
 

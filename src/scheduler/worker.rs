@@ -130,20 +130,19 @@ impl<S: Spawner> core::fmt::Debug for Worker<S> {
 }
 
 impl<S: Spawner> Inner<S> {
-    pub(crate) fn thread_start(&self) -> ThreadStart {
-        ThreadStart { entry: worker_main::<S>, arg: ptr::from_ref(self).cast_mut().cast::<c_void>() }
+    /// What a new thread runs: `worker_main` on the worker allocated for it.
+    pub(crate) fn thread_start(&self, worker: NonNull<Worker<S>>) -> ThreadStart {
+        ThreadStart { entry: worker_main::<S>, arg: worker.as_ptr().cast::<c_void>() }
     }
 
-    /// Allocates this thread's worker and links it into the pool.
-    fn register(&self) -> NonNull<Worker<S>> {
-        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
-        // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
-        // started thread gets a slot.
-        assert!(index < self.worker_table.len(), "more threads started than max_threads");
-        let worker = Box::new(Worker {
+    /// Allocates the state of a thread about to be started, before asking for the thread, so
+    /// that running out of memory is a failed spawn (`fallible`). Not published yet: the new
+    /// thread does that (`register`); a spawn that fails frees it (`free_unstarted`).
+    pub(crate) fn alloc_worker(&self) -> Result<NonNull<Worker<S>>, crate::Error> {
+        let worker = crate::fallible::try_box(Worker {
             pool: ptr::from_ref(self).cast::<()>(),
             next: ptr::null_mut(),
-            index,
+            index: usize::MAX,
             lifo: AtomicPtr::new(ptr::null_mut()),
             tick: AtomicU32::new(0),
             interval: InjectorInterval::new(),
@@ -153,8 +152,27 @@ impl<S: Spawner> Inner<S> {
             frames: crate::join::frame::FrameStack::new(),
             parker: self.spawner.new_parker(),
             stats: CachePadded(Counters::default()),
-        });
-        let worker = NonNull::from(Box::leak(worker));
+        })?;
+        Ok(NonNull::from(Box::leak(worker)))
+    }
+
+    /// Frees a worker from `alloc_worker` whose thread could not be started.
+    ///
+    /// # Safety
+    /// `worker` came from `alloc_worker` and was never handed to a thread.
+    pub(crate) unsafe fn free_unstarted(worker: NonNull<Worker<S>>) {
+        // SAFETY: the caller's contract: unpublished, so still exclusively ours.
+        drop(unsafe { Box::from_raw(worker.as_ptr()) });
+    }
+
+    /// Gives this thread's worker (from `alloc_worker`) its slot and links it into the pool.
+    fn register(&self, worker: NonNull<Worker<S>>) {
+        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
+        // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
+        // started thread gets a slot.
+        assert!(index < self.worker_table.len(), "more threads started than max_threads");
+        // SAFETY: not yet published, so still exclusively ours.
+        unsafe { (*worker.as_ptr()).index = index };
         // Release: the worker's fields are initialised before anyone can reach it.
         self.worker_table[index].store(worker.as_ptr(), Ordering::Release);
         let mut head = self.workers.load(Ordering::Relaxed);
@@ -162,7 +180,7 @@ impl<S: Spawner> Inner<S> {
             // SAFETY: not yet published, so still exclusively ours.
             unsafe { (*worker.as_ptr()).next = head };
             match self.workers.compare_exchange_weak(head, worker.as_ptr(), Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return worker,
+                Ok(_) => return,
                 Err(actual) => head = actual,
             }
         }
@@ -458,11 +476,14 @@ pub(crate) fn backoff<P: Parker>(parker: &P, spins: &mut u32) {
 /// The entry point of every worker thread.
 ///
 /// # Safety
-/// `arg` is the `Inner<S>` of a live pool, which outlives this thread (the pool joins it).
+/// `arg` is a worker from `alloc_worker` of a live pool, which outlives this thread (the pool
+/// joins it), handed to this thread alone.
 unsafe extern "C" fn worker_main<S: Spawner>(arg: *mut c_void) {
     // SAFETY: the caller's contract.
-    let pool = unsafe { &*arg.cast_const().cast::<Inner<S>>() };
-    let worker = pool.register();
+    let worker = unsafe { NonNull::new_unchecked(arg.cast::<Worker<S>>()) };
+    // SAFETY: `pool` was set by `alloc_worker` to the live pool's `Inner<S>`.
+    let pool = unsafe { &*(*worker.as_ptr()).pool.cast::<Inner<S>>() };
+    pool.register(worker);
     pool.spawner.set_current_worker(worker.as_ptr().cast_const().cast());
     // SAFETY: the worker lives until the pool is dropped, after this thread is joined.
     pool.run(unsafe { worker.as_ref() });
