@@ -115,6 +115,14 @@ enum pool_status {
    * was changed.
    */
   POOL_ERR_STARTED = -7,
+  /**
+   * The pool was inherited from the parent process through `fork()`: its threads do not
+   * exist in this process, so it takes no work (the tasks the parent had queued are never
+   * run here) and `pool_shutdown` has nothing to wait for. Only `pool_destroy` (which frees
+   * what it can and returns) and the counters remain. The global pools are not affected:
+   * the child's are reset and work.
+   */
+  POOL_ERR_FORKED = -8,
 };
 
 /**

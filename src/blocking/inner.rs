@@ -168,6 +168,26 @@ pub(crate) struct Inner<S: Spawner> {
 impl<S: Spawner> Inner<S> {
     /// Allocates the pool (slots and parkers included) and leaks it; `BlockingPool` frees it.
     pub(crate) fn new(config: BlockingConfig, spawner: S) -> Result<NonNull<Self>, Error> {
+        let raw: *mut Inner<S> = Box::into_raw(try_box(Self::build(config, spawner)?)?);
+        // SAFETY: just allocated and not shared yet.
+        unsafe { Self::point_slots_at(raw) };
+        // SAFETY: Box::into_raw never returns null.
+        Ok(unsafe { NonNull::new_unchecked(raw) })
+    }
+
+    /// Points every slot at the pool state at `raw` (where it now lives).
+    ///
+    /// # Safety
+    /// `raw` is a valid `Inner` that nothing else accesses yet.
+    unsafe fn point_slots_at(raw: *mut Inner<S>) {
+        // SAFETY: the caller's contract: exclusive access through `raw`.
+        for slot in unsafe { (*raw).slots.iter_mut() } {
+            slot.pool = raw.cast_const();
+        }
+    }
+
+    /// The state for `config`, not yet in its place (slots not pointed at it yet).
+    fn build(config: BlockingConfig, spawner: S) -> Result<Self, Error> {
         let cap = match config.max_threads {
             0 => BlockingConfig::DEFAULT_MAX_THREADS,
             n if n <= BlockingConfig::MAX_THREADS => n,
@@ -181,7 +201,7 @@ impl<S: Spawner> Inner<S> {
         })?;
         let words = cap.div_ceil(usize::BITS as usize);
         let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
-        let inner = try_box(Inner {
+        Ok(Inner {
             counts: CachePadded(AtomicUsize::new(0)),
             idle: CachePadded(AtomicUsize::new(0)),
             queued: CachePadded(AtomicUsize::new(0)),
@@ -196,14 +216,57 @@ impl<S: Spawner> Inner<S> {
             gate: ShutdownGate::new(),
             totals: Totals::default(),
             spawner,
-        })?;
-        let raw: *mut Inner<S> = Box::into_raw(inner);
-        // SAFETY: just allocated and not shared yet: exclusive access through `raw`.
-        for slot in unsafe { (*raw).slots.iter_mut() } {
-            slot.pool = raw.cast_const();
-        }
-        // SAFETY: Box::into_raw never returns null.
-        Ok(unsafe { NonNull::new_unchecked(raw) })
+        })
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // After fork (see `scheduler/fork.rs` for the rules)
+
+    /// Writes a fresh state (same configuration, threads on `spawner`) over the one at `raw`,
+    /// in the child after a fork; the old one (the parent's queue and spawner) is kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`, with no other use of this pool in progress in the child.
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
+        // SAFETY: the caller's contract: a valid state that nothing else reads now.
+        let old = unsafe { &*raw };
+        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size, clock: old.clock };
+        let fresh = Self::build(config, spawner)?;
+        // SAFETY: as above; the old value is moved out and kept, never dropped.
+        let old = unsafe { ptr::replace(raw, fresh) };
+        crate::os::fork::keep(old);
+        // SAFETY: as above.
+        unsafe { Self::point_slots_at(raw) };
+        Ok(())
+    }
+
+    /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
+    /// parent's queued tasks are never run.
+    #[cfg(feature = "std")]
+    pub(crate) fn close_inherited(&self) {
+        self.queue.close();
+        self.counts.fetch_or(Counts::SHUTDOWN, Ordering::AcqRel);
+    }
+
+    /// Frees the tables and the memory of a pool inherited through `fork`, without shutting
+    /// down; its spawner and parkers (they may hold the parent's locks) are kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`; `raw` came from `new` and nothing else uses it.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(raw: *mut Inner<S>) {
+        // SAFETY: from `new` (a leaked box); `ManuallyDrop` has the same layout, so dropping
+        // this box frees the memory without running the fields' destructors.
+        let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
+        // The slots hold parkers: kept with the spawner and the join parker, never dropped.
+        crate::os::fork::keep(core::mem::take(&mut inner.slots));
+        drop(core::mem::take(&mut inner.idle_map));
+        // SAFETY: moved out once from memory that is freed without dropping its fields.
+        crate::os::fork::keep(unsafe { ptr::read(&inner.join_parker) });
+        // SAFETY: as above.
+        crate::os::fork::keep(unsafe { ptr::read(&inner.spawner) });
     }
 
     #[inline]

@@ -71,6 +71,8 @@ pub use handle::{BlockingHandle, BlockingJoinError};
 pub use global::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "capi")]
 pub(crate) use global::{global_blocking_if_built, try_global_blocking};
+#[cfg(all(feature = "std", unix))]
+pub(crate) use global::reset_global_after_fork;
 
 /// A monotonic clock: nanoseconds since any fixed point (see the module docs).
 pub(crate) type Clock = fn() -> u64;
@@ -633,6 +635,35 @@ impl<S: Spawner> BlockingPool<S> {
     /// ```
     pub fn shutdown(&self) -> Result<(), Error> {
         self.inner().shutdown()
+    }
+
+    /// In the child after a fork: a fresh state over this pool's (`Inner::reset_after_fork`).
+    ///
+    /// # Safety
+    /// As `Inner::reset_after_fork`.
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
+        // SAFETY: forwarded contract; `inner` is this pool's live state.
+        unsafe { Inner::reset_after_fork(self.inner.as_ptr(), spawner) }
+    }
+
+    /// In the child after a fork: every submit is refused from here on.
+    #[cfg(feature = "std")]
+    pub(crate) fn close_inherited(&self) {
+        self.inner().close_inherited();
+    }
+
+    /// In the child after a fork: frees what can be freed, without shutting down.
+    ///
+    /// # Safety
+    /// As `Inner::free_inherited`; `self` is the only handle.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(self) {
+        let raw = self.inner.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: forwarded contract.
+        unsafe { Inner::free_inherited(raw) };
     }
 
     /// Gives up the handle without shutting down, for the C layer (`struct pool_blocking *`).

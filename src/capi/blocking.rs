@@ -12,7 +12,8 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, status, CTask, MAX_STACK, MIN_STACK};
+use super::{boundary, process, status, CTask, MAX_STACK, MIN_STACK};
+use crate::Error;
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::blocking::{global_blocking_if_built, try_global_blocking};
 use crate::{configure_global_blocking, ThreadSpawner};
@@ -127,7 +128,7 @@ pub struct pool_blocking {
     _private: [u8; 0],
 }
 
-type CBlocking = BlockingPool<ThreadSpawner>;
+pub(super) type CBlocking = BlockingPool<ThreadSpawner>;
 
 /// Borrows the pool behind a `struct pool_blocking *`.
 ///
@@ -226,8 +227,14 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
         };
         match CBlocking::new(c) {
             Ok(pool) => {
+                let raw = pool.into_raw();
+                if let Err(e) = process::register(raw.cast_const(), process::Kind::Blocking) {
+                    // SAFETY: from `into_raw` just above; never handed out.
+                    drop(unsafe { CBlocking::from_raw(raw) });
+                    return status(Err(e));
+                }
                 // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
-                unsafe { out.as_ptr().write(pool.into_raw().cast()) };
+                unsafe { out.as_ptr().write(raw.cast()) };
                 POOL_OK
             }
             Err(e) => status(Err(e)),
@@ -248,7 +255,10 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is live (pool.h contract); the task was checked and the caller's
         // contract covers the rest.
-        status(unsafe { borrow_blocking(pool).submit(task) })
+        match unsafe { borrow_blocking(pool).submit(task) } {
+            Err(Error::Shutdown) if process::is_inherited(pool.as_ptr().cast_const().cast()) => POOL_ERR_FORKED,
+            result => status(result),
+        }
     })
 }
 
@@ -278,6 +288,9 @@ pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
 pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: `pool` is live (pool.h contract).
         status(unsafe { borrow_blocking(pool) }.shutdown())
     })
@@ -296,8 +309,15 @@ pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
         if unsafe { borrow_blocking(pool) }.is_pool_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle; Drop shuts down, joins and frees.
-        drop(unsafe { CBlocking::from_raw(pool.as_ptr().cast()) });
+        // SAFETY: the caller gives up its only handle.
+        let owned = unsafe { CBlocking::from_raw(pool.as_ptr().cast()) };
+        if process::unregister(pool.as_ptr().cast_const().cast()) {
+            // SAFETY: inherited through fork, in this child; the only handle.
+            unsafe { owned.free_inherited() };
+        } else {
+            // Drop shuts down, joins and frees.
+            drop(owned);
+        }
         POOL_OK
     });
 }

@@ -16,7 +16,7 @@ use core::ffi::c_int;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, checked_task, global_pool, pool_status::*, status, CTask, Pool};
+use super::{borrow, boundary, checked_task, global_pool, pool_status::*, status, status_on, CTask, Pool};
 use crate::CountLatch;
 
 /// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
@@ -98,6 +98,9 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        if super::process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: a live pool and an initialised latch (pool.h contract).
         unsafe { borrow(pool).wait_for_latch(core_latch(latch)) };
         POOL_OK
@@ -131,6 +134,6 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: a live pool; the task was checked; the caller's contract covers the rest.
-        status(unsafe { borrow(pool).submit_fork(task) })
+        status_on(pool, unsafe { borrow(pool).submit_fork(task) })
     })
 }

@@ -48,6 +48,12 @@ pub enum pool_status {
     /// (`pool_blocking_global_configure` once the global blocking pool was built); nothing
     /// was changed.
     POOL_ERR_STARTED = -7,
+    /// The pool was inherited from the parent process through `fork()`: its threads do not
+    /// exist in this process, so it takes no work (the tasks the parent had queued are never
+    /// run here) and `pool_shutdown` has nothing to wait for. Only `pool_destroy` (which frees
+    /// what it can and returns) and the counters remain. The global pools are not affected:
+    /// the child's are reset and work.
+    POOL_ERR_FORKED = -8,
 }
 
 use pool_status::*;
@@ -58,7 +64,7 @@ pub use latch::*;
 pub use blocking::*;
 mod platform;
 pub use platform::*;
-mod process;
+pub(crate) mod process;
 mod stats;
 pub use stats::*;
 
@@ -160,6 +166,15 @@ fn global_pool() -> Result<&'static ThreadPool<crate::ThreadSpawner>, pool_statu
     try_global().map_err(|e| status(Err(e)))
 }
 
+/// The status of a call on `pool` that returned `result`: a refusal of an inherited pool (the
+/// child after a fork) is POOL_ERR_FORKED. The registry is consulted only on a refusal.
+fn status_on(pool: NonNull<Pool>, result: Result<(), Error>) -> pool_status {
+    match result {
+        Err(Error::Shutdown) if process::is_inherited(pool.as_ptr().cast_const().cast()) => POOL_ERR_FORKED,
+        result => status(result),
+    }
+}
+
 /// Checks one task and turns it into a core task pointer.
 fn checked_task(task: *mut CTask) -> Option<NonNull<Task>> {
     let task = NonNull::new(task)?;
@@ -254,8 +269,14 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     let config = Config { max_threads: config.max_threads, stack_size, idle_spins: config.idle_spins };
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
+            let raw = pool.into_raw();
+            if let Err(e) = process::register(raw.cast_const(), process::Kind::Task) {
+                // SAFETY: from `into_raw` just above; never handed out.
+                drop(unsafe { CPool::from_raw(raw) });
+                return status(Err(e));
+            }
             // SAFETY: non-null; the caller passes a writable `struct pool *`.
-            unsafe { out.as_ptr().write(pool.into_raw().cast()) };
+            unsafe { out.as_ptr().write(raw.cast()) };
             POOL_OK
         }
         Err(e) => status(Err(e)),
@@ -312,7 +333,7 @@ pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the task was checked.
-        status(unsafe { borrow(pool).submit(task) })
+        status_on(pool, unsafe { borrow(pool).submit(task) })
     })
 }
 
@@ -324,7 +345,7 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(batch) = checked_batch(first) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the batch was validated.
-        status(unsafe { borrow(pool).submit_batch(batch) })
+        status_on(pool, unsafe { borrow(pool).submit_batch(batch) })
     })
 }
 
@@ -336,6 +357,9 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: `pool` is a live pool (pool.h contract).
         status(unsafe { borrow(pool) }.shutdown())
     })
@@ -355,8 +379,15 @@ pub extern "C" fn pool_destroy(pool: *mut Pool) {
         if unsafe { borrow(pool) }.is_worker_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle; Drop shuts down, joins and frees.
-        drop(unsafe { CPool::from_raw(pool.as_ptr().cast()) });
+        // SAFETY: the caller gives up its only handle.
+        let owned = unsafe { CPool::from_raw(pool.as_ptr().cast()) };
+        if process::unregister(pool.as_ptr().cast_const().cast()) {
+            // SAFETY: inherited through fork, in this child; the only handle.
+            unsafe { owned.free_inherited() };
+        } else {
+            // Drop shuts down, joins and frees.
+            drop(owned);
+        }
         POOL_OK
     });
 }
@@ -373,6 +404,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -5 => b"internal panic caught\0",
         -6 => b"index out of range\0",
         -7 => b"already started: configure before first use\0",
+        -8 => b"pool inherited through fork: unusable in the child\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

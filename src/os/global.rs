@@ -26,8 +26,24 @@ pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> 
     if let Some(pool) = GLOBAL.get() {
         return Ok(pool);
     }
+    #[cfg(unix)]
+    super::fork::install();
     let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?)?;
     // Racing another first use: one pool is kept, the other dropped (it never started a thread).
     let _ = GLOBAL.set(pool);
     Ok(GLOBAL.get().expect("set above, by us or by the racing call"))
+}
+
+/// In the child after a fork (`os::fork`): the global pool, if built, gets a fresh state in
+/// place (same configuration; a new spawner, the parent's threads being gone). If even that
+/// cannot be allocated, the pool is closed instead: its submits fail rather than wait.
+#[cfg(unix)]
+pub(crate) fn reset_after_fork() {
+    let Some(pool) = GLOBAL.get() else { return };
+    let reset = ThreadSpawner::try_named("pool-global")
+        // SAFETY: the fork handler runs on the child's only thread, outside any pool call.
+        .and_then(|spawner| unsafe { pool.reset_after_fork(spawner) });
+    if reset.is_err() {
+        pool.close_inherited();
+    }
 }

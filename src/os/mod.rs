@@ -9,6 +9,8 @@
 mod condvar;
 #[cfg(target_os = "linux")]
 mod futex;
+#[cfg(unix)]
+pub(crate) mod fork;
 pub(crate) mod global;
 mod thread;
 

@@ -20,6 +20,8 @@
 //!    linking its task while the workers left (it waits that out) — so no accepted task is
 //!    dropped.
 
+#[cfg(feature = "std")]
+mod fork;
 pub(crate) mod interval;
 pub(crate) mod sleep;
 pub(crate) mod stats;
@@ -224,6 +226,42 @@ impl<S: Spawner> Drop for Inner<S> {
     }
 }
 
+impl<S: Spawner> Inner<S> {
+    /// A pool's state for `config`, not yet in its place (`ThreadPool::with_spawner` boxes it;
+    /// a reset after fork writes it over the old one).
+    fn build(config: Config, spawner: S) -> Result<Self, Error> {
+        let max_threads = match config.max_threads {
+            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
+            n if n <= MAX_THREADS => n,
+            _ => return Err(Error::InvalidArgument),
+        };
+        if config.idle_spins > MAX_IDLE_SPINS {
+            return Err(Error::InvalidArgument);
+        }
+        let words = max_threads.div_ceil(usize::BITS as usize);
+        let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        Ok(Inner {
+            sync: CachePadded(AtomicU32::new(Sync::default().0)),
+            injector: Injector::new(),
+            workers: AtomicPtr::new(ptr::null_mut()),
+            worker_table,
+            idle_map,
+            spinning: AtomicUsize::new(0),
+            idle_spins: config.idle_spins,
+            next_index: AtomicUsize::new(0),
+            max_threads: max_threads as u32,
+            stack_size: config.stack_size,
+            join_parker: spawner.new_parker(),
+            gate: ShutdownGate::new(),
+            stats_spawn_failed: AtomicUsize::new(0),
+            outside: CachePadded(Counters::default()),
+            runtime: crate::runtime::PoolRuntime::new(),
+            spawner,
+        })
+    }
+}
+
 /// A work-stealing thread pool, generic over its platform.
 ///
 /// With the `std` feature, `ThreadPool::new(config)` builds one on OS threads; on any platform,
@@ -286,35 +324,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
-        let max_threads = match config.max_threads {
-            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
-            n if n <= MAX_THREADS => n,
-            _ => return Err(Error::InvalidArgument),
-        };
-        if config.idle_spins > MAX_IDLE_SPINS {
-            return Err(Error::InvalidArgument);
-        }
-        let words = max_threads.div_ceil(usize::BITS as usize);
-        let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
-        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
-        let inner = try_box(Inner {
-            sync: CachePadded(AtomicU32::new(Sync::default().0)),
-            injector: Injector::new(),
-            workers: AtomicPtr::new(ptr::null_mut()),
-            worker_table,
-            idle_map,
-            spinning: AtomicUsize::new(0),
-            idle_spins: config.idle_spins,
-            next_index: AtomicUsize::new(0),
-            max_threads: max_threads as u32,
-            stack_size: config.stack_size,
-            join_parker: spawner.new_parker(),
-            gate: ShutdownGate::new(),
-            stats_spawn_failed: AtomicUsize::new(0),
-            outside: CachePadded(Counters::default()),
-            runtime: crate::runtime::PoolRuntime::new(),
-            spawner,
-        })?;
+        let inner = try_box(Inner::build(config, spawner)?)?;
         Ok(Self { inner: NonNull::from(Box::leak(inner)) })
     }
 
