@@ -121,9 +121,10 @@ pub(crate) fn is_inherited(pool: *const ()) -> bool {
 /// marked inherited and closed, so that its submits are refused and nothing of the parent's
 /// queue runs.
 pub(crate) fn mark_inherited() {
-    // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
     REGISTRY.entries.with_mut(|entries| {
-        for e in unsafe { &mut *entries }.iter_mut() {
+        // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
+        let entries = unsafe { &mut *entries };
+        for e in entries.iter_mut() {
             e.inherited = true;
             match e.kind {
                 // SAFETY: registered pools are live until `unregister`, which cannot be in
