@@ -15,10 +15,13 @@
 //! `fork` itself is covered: a child that execs or `_exit`s at once pays only the handler
 //! (a few pointer writes per pool, and one allocation per global pool built).
 
+#[cfg(not(loom))]
 use core::ptr;
+#[cfg(not(loom))]
 use std::boxed::Box;
 use std::sync::Once;
 
+#[cfg(not(loom))]
 use crate::sync::{AtomicPtr, Ordering};
 
 static INSTALL: Once = Once::new();
@@ -61,15 +64,24 @@ extern "C" fn child() {
 /// reset global pool, the spawner and parkers of a destroyed inherited pool: they may hold
 /// locks and handles of the parent's threads). Linked from a static, so it stays reachable
 /// (a leak checker reports it as kept, not lost).
+#[cfg(not(loom))]
 struct Grave {
     next: *mut Grave,
     _kept: Box<dyn core::any::Any>,
 }
 
+#[cfg(not(loom))]
 static GRAVES: AtomicPtr<Grave> = AtomicPtr::new(ptr::null_mut());
+
+/// Under loom (no fork in any model; loom atomics cannot be statics): never dropped, unlinked.
+#[cfg(loom)]
+pub(crate) fn keep<T: 'static>(value: T) {
+    core::mem::forget(value);
+}
 
 /// Keeps `value` for the rest of the process, never dropped (see [`Grave`]). Without memory
 /// for the record it is leaked all the same, only unreachable.
+#[cfg(not(loom))]
 pub(crate) fn keep<T: 'static>(value: T) {
     // `ManuallyDrop`: never dropped, also when a `try_box` below fails and drops its argument.
     let Ok(kept) = crate::fallible::try_box(core::mem::ManuallyDrop::new(value)) else { return };
