@@ -11,9 +11,12 @@
 //!   `struct pool_blocking *`) is marked inherited and closed: its calls return
 //!   `POOL_ERR_FORKED` in the child and never wait (`capi::process`).
 //!
-//! Nothing of this is on a submit path: the work happens in the handlers, at fork time. Only
-//! `fork` itself is covered: a child that execs or `_exit`s at once pays only the handler
-//! (a few pointer writes per pool, and one allocation per global pool built).
+//! Nothing of this is on a submit path: the work happens in the handlers, at fork time (a
+//! fresh state per global pool built, a flag and a closed queue per C pool). `posix_spawn`
+//! and `vfork` run no handlers, and need none.
+//!
+//! A fork from inside one of a pool's own tasks leaves the child's only thread in the middle of
+//! that pool's work: such a child may only exec or `_exit` (the usual reason to fork there).
 
 #[cfg(not(loom))]
 use core::ptr;
