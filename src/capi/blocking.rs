@@ -12,8 +12,7 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, process, status, CTask, MAX_STACK, MIN_STACK};
-use crate::Error;
+use super::{boundary, process, status, status_on, CTask, MAX_STACK, MIN_STACK};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::blocking::{global_blocking_if_built, try_global_blocking};
 use crate::{configure_global_blocking, ThreadSpawner};
@@ -255,10 +254,7 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is live (pool.h contract); the task was checked and the caller's
         // contract covers the rest.
-        match unsafe { borrow_blocking(pool).submit(task) } {
-            Err(Error::Shutdown) if process::is_inherited(pool.as_ptr().cast_const().cast()) => POOL_ERR_FORKED,
-            result => status(result),
-        }
+        status_on(pool, unsafe { borrow_blocking(pool).submit(task) })
     })
 }
 

@@ -166,21 +166,22 @@ fn global_pool() -> Result<&'static ThreadPool<crate::ThreadSpawner>, pool_statu
     try_global().map_err(|e| status(Err(e)))
 }
 
-/// The status of a call on `pool` that returned `result`: a refusal of an inherited pool (the
-/// child after a fork) is POOL_ERR_FORKED. The registry is consulted only on a refusal.
+/// The status of a call on `pool` (a `struct pool *` or `struct pool_blocking *`) that returned
+/// `result`: a refusal of an inherited pool (the child after a fork) is POOL_ERR_FORKED. The
+/// registry is consulted only on a refusal.
 #[inline]
-fn status_on(pool: NonNull<Pool>, result: Result<(), Error>) -> pool_status {
+fn status_on<P>(pool: NonNull<P>, result: Result<(), Error>) -> pool_status {
     match result {
         Ok(()) => POOL_OK,
-        Err(e) => refused(pool, e),
+        Err(e) => refused(pool.as_ptr().cast_const().cast(), e),
     }
 }
 
-/// `status_on`'s error path, out of line: the accepted submit stays as short as before.
+/// `status_on`'s error path, out of line: the accepted submit stays as short as without it.
 #[cold]
 #[inline(never)]
-fn refused(pool: NonNull<Pool>, e: Error) -> pool_status {
-    if e == Error::Shutdown && process::is_inherited(pool.as_ptr().cast_const().cast()) {
+fn refused(pool: *const (), e: Error) -> pool_status {
+    if e == Error::Shutdown && process::is_inherited(pool) {
         return POOL_ERR_FORKED;
     }
     status(Err(e))
