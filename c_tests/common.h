@@ -94,6 +94,7 @@ static inline const char *status_name(int status)
     case POOL_ERR_PANIC: return "POOL_ERR_PANIC";
     case POOL_ERR_RANGE: return "POOL_ERR_RANGE";
     case POOL_ERR_STARTED: return "POOL_ERR_STARTED";
+    case POOL_ERR_FORKED: return "POOL_ERR_FORKED";
     default: return "(unknown status)";
     }
 }

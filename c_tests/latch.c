@@ -2,7 +2,8 @@
  * latch.c: fork-join from C with `struct pool_latch` (no atomics in the host code).
  *
  *   1. bad input: NULL latch / pool give POOL_ERR_INVALID; add after a completed wait is
- *      refused until the latch is initialised again; the struct has its fixed size;
+ *      refused until the latch is initialised again; an add past the count's range is
+ *      POOL_ERR_RANGE and leaves the latch as it was; the struct has its fixed size;
  *   2. 8 host pthreads share one pool; each computes fib(FIB_N) by fork-join: every node
  *      with n >= 2 submits its two children (structs on its own stack) and waits on a latch
  *      on its stack (on a pool thread the wait runs other tasks); each host waits for its
@@ -199,6 +200,21 @@ int main(void)
     CHECK_STATUS(pool_latch_done(&latch), POOL_OK, "done");
     CHECK_STATUS(pool_latch_done(&latch), POOL_OK, "done");
     CHECK_STATUS(pool_latch_wait(pool, &latch), POOL_OK, "wait after all done");
+
+    /* Overflow: refused with POOL_ERR_RANGE, the latch unchanged (the wait still returns). */
+    CHECK_STATUS(pool_latch_init(&latch), POOL_OK, "init for overflow");
+    CHECK_STATUS(pool_latch_add(&latch, SIZE_MAX), POOL_ERR_RANGE, "add(SIZE_MAX) on a fresh latch");
+    CHECK_STATUS(pool_latch_add(&latch, 3), POOL_OK, "add(3) after the refused add");
+    CHECK_STATUS(pool_latch_add(&latch, SIZE_MAX - 3), POOL_ERR_RANGE, "add past the range with 3 pending");
+    CHECK_STATUS(pool_latch_add(&latch, SIZE_MAX - 4), POOL_OK, "add up to the range's end");
+    CHECK_STATUS(pool_latch_add(&latch, 1), POOL_ERR_RANGE, "add(1) at the range's end");
+    /* Back to 3 outstanding: re-initialise and redo the add that fits. */
+    CHECK_STATUS(pool_latch_init(&latch), POOL_OK, "re-init after overflow checks");
+    CHECK_STATUS(pool_latch_add(&latch, SIZE_MAX), POOL_ERR_RANGE, "add(SIZE_MAX) again");
+    CHECK_STATUS(pool_latch_add(&latch, 3), POOL_OK, "add(3)");
+    for (int i = 0; i < 3; i++)
+        CHECK_STATUS(pool_latch_done(&latch), POOL_OK, "done");
+    CHECK_STATUS(pool_latch_wait(pool, &latch), POOL_OK, "wait after a refused add returns");
 
     /* 2 + 3. Eight host threads, one pool. */
     for (unsigned i = 0; i < HOSTS; i++) {

@@ -98,7 +98,11 @@ enum pool_status {
    */
   POOL_ERR_SPAWN = -3,
   /**
-   * Out of memory.
+   * Out of memory: nothing was created or queued, nothing is left half-built (every
+   * function that allocates: `pool_create`, `pool_create_with_platform`,
+   * `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
+   * pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+   * when the pool has no thread at all).
    */
   POOL_ERR_NOMEM = -4,
   /**
@@ -106,7 +110,9 @@ enum pool_status {
    */
   POOL_ERR_PANIC = -5,
   /**
-   * An index out of range (a worker index at or beyond the pool's worker count).
+   * A count or an index out of range: a worker index at or beyond the pool's worker
+   * count; a `pool_latch_add` that would take the latch's count past its range (the latch
+   * is unchanged).
    */
   POOL_ERR_RANGE = -6,
   /**
@@ -115,6 +121,14 @@ enum pool_status {
    * was changed.
    */
   POOL_ERR_STARTED = -7,
+  /**
+   * The pool was inherited from the parent process through `fork()`: its threads do not
+   * exist in this process, so it takes no work (the tasks the parent had queued are never
+   * run here) and `pool_shutdown` has nothing to wait for. Only `pool_destroy` (which frees
+   * what it can and returns) and the counters remain. The global pools are not affected:
+   * the child's are reset and work.
+   */
+  POOL_ERR_FORKED = -8,
 };
 
 /**
@@ -137,8 +151,9 @@ struct pool_config {
    */
   size_t max_threads;
   /**
-   * Stack size of each worker thread in bytes; 0 = the system default, otherwise at least
-   * 16384 and at most 1 GiB.
+   * Stack size of each worker thread in bytes; 0 = the system default: what
+   * `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
+   * host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
    */
   size_t stack_size;
   /**
@@ -156,6 +171,14 @@ struct pool_config {
  * The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
  * exactly once with the submitted pointer, on a pool thread; recover your struct with
  * `POOL_CONTAINER_OF(task, struct your_struct, member)`.
+ *
+ * Every callback (a task's, a blocking task's `cancel`) must return normally:
+ * * `longjmp` (or `siglongjmp`) out of a callback is undefined behaviour: it cannot be
+ *   detected, and it leaves the pool's thread in the middle of its own code;
+ * * a C++ exception escaping a callback, or `pthread_exit` called inside one, ends the
+ *   process (abort) with the message "pool: a task callback was left by unwinding ...
+ *   callbacks must return normally": catch exceptions inside the callback if you need to
+ *   survive them; end a pool thread only by returning.
  */
 struct task {
   /**
@@ -163,7 +186,8 @@ struct task {
    */
   struct task *next;
   /**
-   * Called once when the task runs. Must not be NULL.
+   * Called once when the task runs. Must not be NULL. Must return normally (no `longjmp`,
+   * C++ exception or `pthread_exit` out of it: see above).
    */
   void (*callback)(struct task *task);
 };
@@ -182,8 +206,8 @@ struct pool_blocking_config {
    */
   size_t keep_alive_ms;
   /**
-   * Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
-   * and at most 1 GiB.
+   * Stack size of each thread in bytes; 0 = the system default (what `pthread_attr_init`
+   * gives a new thread: it follows `ulimit -s`), otherwise at least 16384 and at most 1 GiB.
    */
   size_t stack_size;
 };
@@ -392,12 +416,14 @@ void pool_config_init(struct pool_config *config);
 /**
  * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
  * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
- * Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+ * Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field, POOL_ERR_NOMEM when
+ * memory runs out (`*out` untouched, nothing allocated).
  */
 int pool_create(const struct pool_config *config, struct pool **out);
 
 /**
- * Submits one task to the global pool (started on first use, no init call needed).
+ * Submits one task to the global pool (started on first use, no init call needed; its
+ * first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
  * On POOL_OK the pool owns the task until its callback starts; on any error it was not
  * queued and is still the caller's.
  */
@@ -433,7 +459,10 @@ int pool_shutdown(struct pool *pool);
 /**
  * Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
  * and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
- * is detected and ignored (the pool is left alone). Destroying a pool twice is undefined.
+ * is detected and ignored (the pool is left alone). If another thread is inside
+ * `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
+ * `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
+ * caller orders its own calls before the destroy.
  */
 void pool_destroy(struct pool *pool);
 
@@ -462,8 +491,8 @@ int pool_blocking_task_init(struct pool_blocking_task *task,
 /**
  * Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
  * pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
- * work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
- * (`*out` untouched).
+ * work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field,
+ * POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
  */
 int pool_blocking_create(const struct pool_blocking_config *config, struct pool_blocking **out);
 
@@ -497,7 +526,9 @@ int pool_blocking_shutdown(struct pool_blocking *pool);
 /**
  * Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
  * NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
- * pool is left alone). Destroying a pool twice is undefined.
+ * pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
+ * for that shutdown to finish, then frees. Any call on `pool` that begins after
+ * `pool_blocking_destroy` began (a second destroy included) is undefined.
  */
 void pool_blocking_destroy(struct pool_blocking *pool);
 
@@ -516,7 +547,7 @@ int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking
  * Returns POOL_OK (the pool is built with `*config`, no thread started yet);
  * POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
  * call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
- * field (nothing changed).
+ * field, POOL_ERR_NOMEM when memory runs out (nothing changed).
  */
 int pool_blocking_global_configure(const struct pool_blocking_config *config);
 
@@ -535,7 +566,8 @@ int pool_latch_init(struct pool_latch *latch);
 /**
  * Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
  * Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
- * completed or is completing): re-initialise it first.
+ * completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
+ * exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
  */
 int pool_latch_add(struct pool_latch *latch, size_t n);
 
@@ -581,7 +613,7 @@ int pool_fork_global(struct task *task);
  * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
  * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
  * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
- * an out-of-range config field (`*out` untouched).
+ * an out-of-range config field; POOL_ERR_NOMEM when memory runs out (`*out` untouched).
  */
 int pool_create_with_platform(const struct pool_config *config,
                               const struct pool_platform *platform,

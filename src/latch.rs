@@ -257,6 +257,11 @@ impl CountLatch {
 
     /// Adds `n` outstanding units (before the work that will call `done` is started).
     ///
+    /// # Panics
+    /// If the count would overflow (more than `usize::MAX - 1` units outstanding), as `Arc`'s
+    /// count does; the latch is left unchanged. [`try_add`](Self::try_add) returns an error
+    /// instead.
+    ///
     /// ```
     /// let latch = pool::CountLatch::new();
     /// latch.add(3);
@@ -265,8 +270,34 @@ impl CountLatch {
     /// ```
     #[inline]
     pub fn add(&self, n: usize) {
-        let prev = self.count.fetch_add(n, Ordering::Relaxed);
-        debug_assert!(prev > 0, "CountLatch::add after the latch was released");
+        if self.try_add(n).is_err() {
+            overflow(n);
+        }
+    }
+
+    /// Adds `n` outstanding units, as [`add`](Self::add), or returns
+    /// [`Error::Overflow`](crate::Error::Overflow) and changes nothing if the count would
+    /// overflow.
+    ///
+    /// ```
+    /// let latch = pool::CountLatch::new();
+    /// latch.try_add(2).unwrap();
+    /// assert_eq!(latch.try_add(usize::MAX), Err(pool::Error::Overflow));
+    /// assert_eq!(latch.pending(), 2); // unchanged
+    /// ```
+    #[inline]
+    pub fn try_add(&self, n: usize) -> Result<(), crate::Error> {
+        // A CAS loop, not a fetch_add: an overflowing add must never be visible, even for a
+        // moment (a wrapped count could reach zero under a racing `done` and set the signal).
+        let mut prev = self.count.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(prev > 0, "CountLatch::add after the latch was released");
+            let Some(next) = prev.checked_add(n) else { return Err(crate::Error::Overflow) };
+            match self.count.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(actual) => prev = actual,
+            }
+        }
     }
 
     /// Marks one unit done.
@@ -331,6 +362,12 @@ impl CountLatch {
         unsafe { self.done() };
         &self.signal
     }
+}
+
+#[cold]
+#[inline(never)]
+fn overflow(n: usize) -> ! {
+    panic!("CountLatch::add({n}) would overflow the latch's count")
 }
 
 #[cfg(all(test, not(loom)))]

@@ -48,6 +48,7 @@ extern crate alloc;
 extern crate std;
 
 mod blocking;
+mod fallible;
 mod join;
 mod latch;
 mod panic;
@@ -55,6 +56,7 @@ mod platform;
 mod queue;
 pub mod runtime;
 mod scheduler;
+mod shutdown;
 pub(crate) mod sync;
 mod sync_word;
 mod task;

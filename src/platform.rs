@@ -1,6 +1,12 @@
 //! What the pool needs from its host: a way to block a thread ([`Parker`]) and a way to start
 //! threads ([`Spawner`]). The `std` feature provides both (`crate::os`); a bare-metal or RTOS
 //! host implements them itself (README: "Porting to a new platform").
+//!
+//! A pool's threads exist only in the process that started them. A host whose platform can copy
+//! a process (`fork()`, a snapshot) must not use a copied pool in the copy: submitting to it,
+//! shutting it down or dropping it would wait for threads that are not there. It builds new
+//! pools there instead (PORTING.md, "After a fork"); the `std` layer does so for its global
+//! pools, and the C layer makes an inherited pool's calls return `POOL_ERR_FORKED`.
 
 use core::ffi::c_void;
 use core::fmt;

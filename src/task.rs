@@ -25,7 +25,9 @@ use crate::sync::{AtomicPtr, Ordering};
 
 /// The callback a task runs: called exactly once with the pointer that was submitted.
 ///
-/// `extern "C"`, so a C host's `void (*)(struct task *)` is one too; it must not unwind.
+/// `extern "C"`, so a C host's `void (*)(struct task *)` is one too; it must return normally.
+/// A callback left by unwinding (a C++ exception, `pthread_exit`) ends the process with a
+/// message naming this rule; a `longjmp` out of it is undefined behaviour.
 ///
 /// ```
 /// use pool::{Callback, Task};
@@ -35,6 +37,50 @@ use crate::sync::{AtomicPtr, Ordering};
 /// assert!(task.callback().is_some());
 /// ```
 pub type Callback = unsafe extern "C" fn(task: *mut Task);
+
+/// Calls a host's callback (a task's, or a blocking task's cancel callback).
+///
+/// A callback must return normally. One left by unwinding (a C++ exception escaping it, or
+/// `pthread_exit`'s forced unwind) would leave the pool's state half-updated on the way out,
+/// so the unwind is stopped here and the process ends with a message naming the rule
+/// ([`LeftByUnwinding`]). The callback is called through a `"C-unwind"` pointer for that: a
+/// `"C-unwind"` caller may call a `"C"` callee (the `fn` type's ABI compatibility rules), and
+/// only then does an unwind reach this frame instead of being undefined. The normal path costs
+/// nothing: the guard is a zero-sized value that is forgotten after the call.
+///
+/// # Safety
+/// As calling `callback(task)`.
+#[inline(always)]
+pub(crate) unsafe fn call(callback: Callback, task: *mut Task) {
+    // SAFETY: the same function, called with the `"C-unwind"` ABI string (compatible with the
+    // callee's `"C"`, see above).
+    let callback: unsafe extern "C-unwind" fn(*mut Task) = unsafe { core::mem::transmute(callback) };
+    let guard = LeftByUnwinding;
+    // SAFETY: the caller's contract.
+    unsafe { callback(task) };
+    core::mem::forget(guard);
+}
+
+/// Dropped only when a callback is left by unwinding (see [`call`]): ends the process.
+struct LeftByUnwinding;
+
+const LEFT_BY_UNWINDING: &str = "pool: a task callback was left by unwinding (a C++ exception or \
+    pthread_exit escaped it); callbacks must return normally (pool.h, struct task): aborting\n";
+
+impl Drop for LeftByUnwinding {
+    #[cold]
+    fn drop(&mut self) {
+        #[cfg(feature = "std")]
+        {
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(LEFT_BY_UNWINDING.as_bytes());
+            std::process::abort();
+        }
+        // Without std: a panic during an unwind aborts, through the host's panic handler.
+        #[cfg(not(feature = "std"))]
+        panic!("{}", LEFT_BY_UNWINDING);
+    }
+}
 
 /// An intrusive task header: embed it in your own struct and submit a pointer to it.
 ///
@@ -159,7 +205,7 @@ impl Task {
         debug_assert!(callback.is_some(), "task without callback reached a worker");
         if let Some(callback) = callback {
             // SAFETY: the submission contract: the host's callback expects this pointer.
-            unsafe { callback(task.as_ptr()) }
+            unsafe { call(callback, task.as_ptr()) }
         }
     }
 

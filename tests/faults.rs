@@ -550,3 +550,113 @@ fn panicking_closure_is_caught_and_pool_keeps_serving() {
         }
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// A shutdown that unwinds
+
+/// A spawner whose first `join_all` panics before joining anything (a host whose join fails),
+/// and that records being dropped: a pool drops its spawner only when it frees its state.
+/// Its threads are shared with the test, which joins them itself once the pool is leaked.
+struct PanickingJoin {
+    inner: Arc<ThreadSpawner>,
+    joins: AtomicUsize,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for PanickingJoin {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: forwards to ThreadSpawner, except that the first `join_all` panics instead of
+// returning: it never returns without having joined, which is what the contract asks.
+unsafe impl Spawner for PanickingJoin {
+    type Parker = pool::DefaultParker;
+    fn new_parker(&self) -> Self::Parker {
+        self.inner.new_parker()
+    }
+    fn spawn(&self, start: ThreadStart, stack_size: usize) -> Result<(), SpawnError> {
+        self.inner.spawn(start, stack_size)
+    }
+    fn join_all(&self) {
+        if self.joins.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("{}: join_all", common::INTENTIONAL);
+        }
+        self.inner.join_all()
+    }
+    fn current_worker(&self) -> *const () {
+        self.inner.current_worker()
+    }
+    fn set_current_worker(&self, worker: *const ()) {
+        self.inner.set_current_worker(worker)
+    }
+}
+
+impl PanickingJoin {
+    fn new() -> (Self, Arc<std::sync::atomic::AtomicBool>, Arc<ThreadSpawner>) {
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = Arc::new(ThreadSpawner::new());
+        let spawner = Self { inner: Arc::clone(&threads), joins: AtomicUsize::new(0), dropped: Arc::clone(&dropped) };
+        (spawner, dropped, threads)
+    }
+}
+
+/// A pool whose shutdown unwound out of `join_all` may still have threads that use its state:
+/// dropping it afterwards must leak that state (the spawner inside it is never dropped), not
+/// free it under them.
+#[test]
+fn drop_after_unwound_shutdown_leaks_instead_of_freeing() {
+    let _g = common::shared();
+    common::quiet_intentional_panics();
+    watchdog("unwound_shutdown", watchdog_secs(30), |p| {
+        p.stage("thread pool");
+        let (spawner, dropped, threads) = PanickingJoin::new();
+        let pool = ThreadPool::with_spawner(config(2), spawner).unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..100 {
+            let ran = Arc::clone(&ran);
+            pool.spawn(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        }
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.shutdown()));
+        assert!(unwound.is_err(), "join_all's panic should have unwound out of shutdown");
+        assert_eq!(ran.load(Ordering::SeqCst), 100, "the queued work ran before the join");
+        drop(pool);
+        assert!(!dropped.load(Ordering::SeqCst), "the pool freed its state after an unwound shutdown");
+        // The leaked pool's threads had left its loop before `join_all`: join them here.
+        threads.join_all();
+
+        p.stage("blocking pool");
+        static BLOCKING_RAN: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn blocking_run(_: *mut pool::Task) {
+            BLOCKING_RAN.fetch_add(1, Ordering::SeqCst);
+        }
+        static mut BLOCKING_TASK: Option<pool::BlockingTask> = None;
+        let (spawner, dropped, threads) = PanickingJoin::new();
+        let pool = pool::BlockingPool::with_spawner(pool::BlockingConfig::default(), spawner).unwrap();
+        // SAFETY: the test's one use of the static, and it outlives the (leaked) pool.
+        let task = unsafe { (*(&raw mut BLOCKING_TASK)).insert(pool::BlockingTask::new(blocking_run)) };
+        // SAFETY: a live task, submitted once.
+        unsafe { pool.submit(std::ptr::NonNull::from(task)) }.unwrap();
+        while BLOCKING_RAN.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.shutdown()));
+        assert!(unwound.is_err(), "join_all's panic should have unwound out of shutdown");
+        drop(pool);
+        assert!(!dropped.load(Ordering::SeqCst), "the blocking pool freed its state after an unwound shutdown");
+        threads.join_all();
+
+        p.stage("control: a completed shutdown frees");
+        let (spawner, dropped, _threads) = PanickingJoin::new();
+        let pool = ThreadPool::with_spawner(config(2), spawner).unwrap();
+        // Any join_all after the first one joins: spend the panicking one up front.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.spawner().join_all()));
+        pool.spawn(|| ()).unwrap();
+        drop(pool);
+        assert!(dropped.load(Ordering::SeqCst), "a pool that shut down normally frees its state");
+    });
+}

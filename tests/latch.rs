@@ -152,3 +152,31 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
         }
     });
 }
+
+/// An add past the count's range: `add` panics, `try_add` returns `Error::Overflow`; either way
+/// the latch is unchanged and its wait still returns once the units really added are done.
+#[test]
+fn add_past_the_range_is_refused_and_changes_nothing() {
+    watchdog(30, "latch overflow", || {
+        let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        let latch = CountLatch::new();
+        assert_eq!(latch.try_add(usize::MAX), Err(pool::Error::Overflow));
+        latch.add(3);
+        assert_eq!(latch.try_add(usize::MAX - 3), Err(pool::Error::Overflow));
+        assert_eq!(latch.pending(), 3);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| latch.add(usize::MAX)));
+        let msg = panicked.expect_err("CountLatch::add past the range must panic");
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("overflow"), "panic message: {msg}");
+        assert_eq!(latch.pending(), 3, "a refused add changed the latch");
+        for _ in 0..3 {
+            // SAFETY: one `done` per unit added.
+            unsafe { latch.done() };
+        }
+        pool.wait_for_latch(&latch);
+        // The last unit that fits: 1 (the open unit) + (usize::MAX - 1) = usize::MAX.
+        let full = CountLatch::new();
+        full.try_add(usize::MAX - 1).unwrap();
+        assert_eq!(full.try_add(1), Err(pool::Error::Overflow));
+    });
+}

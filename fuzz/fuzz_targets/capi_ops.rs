@@ -83,7 +83,7 @@ macro_rules! fail {
 }
 
 /// Every status code, with its name and `pool_status_str` text.
-const STATUSES: [pool_status; 8] = [
+const STATUSES: [pool_status; 9] = [
     pool_status::POOL_OK,
     pool_status::POOL_ERR_INVALID,
     pool_status::POOL_ERR_SHUTDOWN,
@@ -92,6 +92,7 @@ const STATUSES: [pool_status; 8] = [
     pool_status::POOL_ERR_PANIC,
     pool_status::POOL_ERR_RANGE,
     pool_status::POOL_ERR_STARTED,
+    pool_status::POOL_ERR_FORKED,
 ];
 
 /// Exhaustive: a new status fails to compile here (then add it to `STATUSES` too).
@@ -105,6 +106,7 @@ fn status_text(s: pool_status) -> (&'static str, &'static str) {
         pool_status::POOL_ERR_PANIC => ("POOL_ERR_PANIC", "internal panic caught"),
         pool_status::POOL_ERR_RANGE => ("POOL_ERR_RANGE", "index out of range"),
         pool_status::POOL_ERR_STARTED => ("POOL_ERR_STARTED", "already started: configure before first use"),
+        pool_status::POOL_ERR_FORKED => ("POOL_ERR_FORKED", "pool inherited through fork: unusable in the child"),
     }
 }
 

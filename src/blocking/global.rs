@@ -19,7 +19,22 @@ static GLOBAL: OnceLock<BlockingPool<ThreadSpawner>> = OnceLock::new();
 /// assert!(pool::global_blocking().metrics().threads_spawned >= before);
 /// ```
 pub fn global_blocking() -> &'static BlockingPool<ThreadSpawner> {
-    GLOBAL.get_or_init(|| BlockingPool::new(BlockingConfig::default()).expect("the default configuration is valid"))
+    try_global_blocking().unwrap_or_else(|e| panic!("the global blocking pool could not be built: {e}"))
+}
+
+/// [`global_blocking`], or the error that kept it from being built (out of memory) on first
+/// use; a later call tries again.
+pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawner>, Error> {
+    if let Some(pool) = GLOBAL.get() {
+        return Ok(pool);
+    }
+    #[cfg(unix)]
+    crate::os::fork::install();
+    let pool = BlockingPool::new(BlockingConfig::default())?;
+    // Racing another first use or `configure_global_blocking`: one pool is kept, the other
+    // dropped (it never started a thread).
+    let _ = GLOBAL.set(pool);
+    Ok(GLOBAL.get().expect("set above, by us or by the racing call"))
 }
 
 /// Sets the configuration of the process-wide blocking pool ([`global_blocking`]). Only before
@@ -45,6 +60,8 @@ pub fn configure_global_blocking(config: BlockingConfig) -> Result<(), Error> {
     if GLOBAL.get().is_some() {
         return Err(Error::AlreadyStarted);
     }
+    #[cfg(unix)]
+    crate::os::fork::install();
     let pool = BlockingPool::new(config)?;
     // Racing a first use (or another call): one of them builds the pool, the other's is
     // dropped (it never started a thread).
@@ -73,4 +90,18 @@ where
     T: Send + 'static,
 {
     global_blocking().spawn_blocking(f)
+}
+
+/// In the child after a fork (`os::fork`): the global blocking pool, if built, gets a fresh
+/// state in place with the configuration it had (`configure_global_blocking`'s included). If
+/// that cannot be allocated, it is closed instead: its submits fail rather than wait.
+#[cfg(unix)]
+pub(crate) fn reset_global_after_fork() {
+    let Some(pool) = GLOBAL.get() else { return };
+    let reset = ThreadSpawner::try_named("pool-blocking")
+        // SAFETY: the fork handler runs on the child's only thread, outside any pool call.
+        .and_then(|spawner| unsafe { pool.reset_after_fork(spawner) });
+    if reset.is_err() {
+        pool.close_inherited();
+    }
 }

@@ -20,13 +20,14 @@ use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use super::{BlockingConfig, BlockingMetrics, BlockingTask, Clock};
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::injector::Injector;
+use crate::fallible::{try_box, try_boxed_slice};
 use crate::scheduler::Error;
-use crate::sync::{fence, spin_hint, AtomicBool, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::shutdown::ShutdownGate;
+use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::task::{Batch, Task};
 
 /// The counts word: live threads (including one being started) and two flags.
@@ -158,8 +159,8 @@ pub(crate) struct Inner<S: Spawner> {
     stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last thread leaves.
     join_parker: S::Parker,
-    /// Set by the first shutdown.
-    shutdown_claimed: AtomicBool,
+    /// Claimed by the first shutdown; the dropper waits on it (`crate::shutdown`).
+    pub(crate) gate: ShutdownGate,
     totals: Totals,
     pub(crate) spawner: S,
 }
@@ -167,44 +168,105 @@ pub(crate) struct Inner<S: Spawner> {
 impl<S: Spawner> Inner<S> {
     /// Allocates the pool (slots and parkers included) and leaks it; `BlockingPool` frees it.
     pub(crate) fn new(config: BlockingConfig, spawner: S) -> Result<NonNull<Self>, Error> {
+        let raw: *mut Inner<S> = Box::into_raw(try_box(Self::build(config, spawner)?)?);
+        // SAFETY: just allocated and not shared yet.
+        unsafe { Self::point_slots_at(raw) };
+        // SAFETY: Box::into_raw never returns null.
+        Ok(unsafe { NonNull::new_unchecked(raw) })
+    }
+
+    /// Points every slot at the pool state at `raw` (where it now lives).
+    ///
+    /// # Safety
+    /// `raw` is a valid `Inner` that nothing else accesses yet.
+    unsafe fn point_slots_at(raw: *mut Inner<S>) {
+        // SAFETY: the caller's contract: exclusive access through `raw`.
+        for slot in unsafe { (*raw).slots.iter_mut() } {
+            slot.pool = raw.cast_const();
+        }
+    }
+
+    /// The state for `config`, not yet in its place (slots not pointed at it yet).
+    fn build(config: BlockingConfig, spawner: S) -> Result<Self, Error> {
         let cap = match config.max_threads {
             0 => BlockingConfig::DEFAULT_MAX_THREADS,
             n if n <= BlockingConfig::MAX_THREADS => n,
             _ => return Err(Error::InvalidArgument),
         };
-        let slots = (0..cap)
-            .map(|index| Slot {
-                pool: ptr::null(),
-                index,
-                state: AtomicU32::new(EMPTY),
-                parker: spawner.new_parker(),
-            })
-            .collect::<Vec<_>>()
-            .into_boxed_slice();
+        let slots = try_boxed_slice(cap, |index| Slot {
+            pool: ptr::null(),
+            index,
+            state: AtomicU32::new(EMPTY),
+            parker: spawner.new_parker(),
+        })?;
         let words = cap.div_ceil(usize::BITS as usize);
-        let inner = Box::new(Inner {
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        Ok(Inner {
             counts: CachePadded(AtomicUsize::new(0)),
             idle: CachePadded(AtomicUsize::new(0)),
             queued: CachePadded(AtomicUsize::new(0)),
             queue: Injector::new(),
             slots,
-            idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
+            idle_map,
             cap,
             keep_alive: config.keep_alive,
             clock: config.clock,
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
-            shutdown_claimed: AtomicBool::new(false),
+            gate: ShutdownGate::new(),
             totals: Totals::default(),
             spawner,
-        });
-        let raw: *mut Inner<S> = Box::into_raw(inner);
-        // SAFETY: just allocated and not shared yet: exclusive access through `raw`.
-        for slot in unsafe { (*raw).slots.iter_mut() } {
-            slot.pool = raw.cast_const();
-        }
-        // SAFETY: Box::into_raw never returns null.
-        Ok(unsafe { NonNull::new_unchecked(raw) })
+        })
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // After fork (see `scheduler/fork.rs` for the rules)
+
+    /// Writes a fresh state (same configuration, threads on `spawner`) over the one at `raw`,
+    /// in the child after a fork; the old one (the parent's queue and spawner) is kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`, with no other use of this pool in progress in the child.
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
+        // SAFETY: the caller's contract: a valid state that nothing else reads now.
+        let old = unsafe { &*raw };
+        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size, clock: old.clock };
+        let fresh = Self::build(config, spawner)?;
+        // SAFETY: as above; the old value is moved out and kept, never dropped.
+        let old = unsafe { ptr::replace(raw, fresh) };
+        crate::os::fork::keep(old);
+        // SAFETY: as above.
+        unsafe { Self::point_slots_at(raw) };
+        Ok(())
+    }
+
+    /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
+    /// parent's queued tasks are never run.
+    #[cfg(feature = "std")]
+    pub(crate) fn close_inherited(&self) {
+        self.queue.close();
+        self.counts.fetch_or(Counts::SHUTDOWN, Ordering::AcqRel);
+    }
+
+    /// Frees the tables and the memory of a pool inherited through `fork`, without shutting
+    /// down; its spawner and parkers (they may hold the parent's locks) are kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`; `raw` came from `new` and nothing else uses it.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(raw: *mut Inner<S>) {
+        // SAFETY: from `new` (a leaked box); `ManuallyDrop` has the same layout, so dropping
+        // this box frees the memory without running the fields' destructors.
+        let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
+        // The slots hold parkers: kept with the spawner and the join parker, never dropped.
+        crate::os::fork::keep(core::mem::take(&mut inner.slots));
+        drop(core::mem::take(&mut inner.idle_map));
+        // SAFETY: moved out once from memory that is freed without dropping its fields.
+        crate::os::fork::keep(unsafe { ptr::read(&inner.join_parker) });
+        // SAFETY: as above.
+        crate::os::fork::keep(unsafe { ptr::read(&inner.spawner) });
     }
 
     #[inline]
@@ -498,7 +560,7 @@ impl<S: Spawner> Inner<S> {
             if let Some(cancel) = cancel {
                 // SAFETY: dequeued, so this is its one callback; the pool does not touch the
                 // task afterwards.
-                unsafe { cancel(task.as_ptr()) };
+                unsafe { crate::task::call(cancel, task.as_ptr()) };
                 self.totals.cancelled.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -637,12 +699,9 @@ impl<S: Spawner> Inner<S> {
     // ----------------------------------------------------------------------------------------
     // Shutdown
 
-    /// Claims shutdown, closes the queue, sets SHUTDOWN and wakes every idle thread. Returns
-    /// false if shutdown was already claimed.
-    pub(crate) fn begin_shutdown(&self) -> bool {
-        if self.shutdown_claimed.swap(true, Ordering::AcqRel) {
-            return false;
-        }
+    /// Closes the queue, sets SHUTDOWN and wakes every idle thread. Called once, by whoever
+    /// claimed the gate.
+    pub(crate) fn begin_shutdown(&self) {
         // From here every submit is refused (the queue's CLOSED bit is the linearisation
         // point: a push either got in before, and is drained below, or is refused).
         self.queue.close();
@@ -656,7 +715,6 @@ impl<S: Spawner> Inner<S> {
                 slot.parker.unpark();
             }
         }
-        true
     }
 
     /// See `BlockingPool::shutdown`.
@@ -664,9 +722,8 @@ impl<S: Spawner> Inner<S> {
         if self.is_pool_thread() {
             return Err(Error::InvalidArgument);
         }
-        if !self.begin_shutdown() {
-            return Err(Error::Shutdown);
-        }
+        let Some(finishing) = self.gate.claim() else { return Err(Error::Shutdown) };
+        self.begin_shutdown();
         // The threads drain the queue (running mandatory tasks, cancelling the rest) and
         // leave; the last one out unparks us (`leave` / `release`).
         while self.counts().threads() != 0 {
@@ -681,6 +738,8 @@ impl<S: Spawner> Inner<S> {
         // by keep-alive, or none could be started): mandatory ones run here, the rest are
         // handed back.
         self.drain(&self.join_parker);
+        // The last access to `self`: a dropper waiting in `Drop` may free it from here.
+        finishing.finish();
         Ok(())
     }
 }

@@ -70,7 +70,9 @@ pub use handle::{BlockingHandle, BlockingJoinError};
 #[cfg(feature = "std")]
 pub use global::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "capi")]
-pub(crate) use global::global_blocking_if_built;
+pub(crate) use global::{global_blocking_if_built, try_global_blocking};
+#[cfg(all(feature = "std", unix))]
+pub(crate) use global::reset_global_after_fork;
 
 /// A monotonic clock: nanoseconds since any fixed point (see the module docs).
 pub(crate) type Clock = fn() -> u64;
@@ -92,7 +94,9 @@ pub struct BlockingConfig {
     /// How long an idle thread waits for work before it exits. Zero: it exits as soon as it
     /// finds no work.
     pub keep_alive: Duration,
-    /// Stack size of each thread in bytes; 0 means the platform default.
+    /// Stack size of each thread in bytes; 0 means the platform default: for `ThreadSpawner`,
+    /// Rust std's (2 MiB, or `RUST_MIN_STACK`), not pthread's (the C API's `stack_size = 0`
+    /// means pthread's default instead).
     pub stack_size: usize,
     /// A monotonic clock in nanoseconds since any fixed point: it tells a keep-alive timeout
     /// from a spurious return of `park_timeout` (module docs). `Default` supplies one with
@@ -349,7 +353,8 @@ impl<S: Spawner> BlockingPool<S> {
     /// Builds a blocking pool on the given platform. No thread starts until the first submit.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`];
+    /// [`Error::OutOfMemory`] if the allocator fails (nothing is left allocated).
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
@@ -632,6 +637,35 @@ impl<S: Spawner> BlockingPool<S> {
         self.inner().shutdown()
     }
 
+    /// In the child after a fork: a fresh state over this pool's (`Inner::reset_after_fork`).
+    ///
+    /// # Safety
+    /// As `Inner::reset_after_fork`.
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
+        // SAFETY: forwarded contract; `inner` is this pool's live state.
+        unsafe { Inner::reset_after_fork(self.inner.as_ptr(), spawner) }
+    }
+
+    /// In the child after a fork: every submit is refused from here on.
+    #[cfg(feature = "std")]
+    pub(crate) fn close_inherited(&self) {
+        self.inner().close_inherited();
+    }
+
+    /// In the child after a fork: frees what can be freed, without shutting down.
+    ///
+    /// # Safety
+    /// As `Inner::free_inherited`; `self` is the only handle.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(self) {
+        let raw = self.inner.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: forwarded contract.
+        unsafe { Inner::free_inherited(raw) };
+    }
+
     /// Gives up the handle without shutting down, for the C layer (`struct pool_blocking *`).
     #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) fn into_raw(self) -> *mut () {
@@ -667,13 +701,23 @@ impl<S: Spawner> Drop for BlockingPool<S> {
     /// Dropping it from one of its own threads cannot join (the thread would wait for itself):
     /// the pool then begins shutdown, lets its threads drain and exit, and leaks its state
     /// instead of freeing memory they still use.
+    ///
+    /// If a shutdown is in progress on another thread (the C layer's `pool_blocking_shutdown`
+    /// racing `pool_blocking_destroy`), this waits for it to finish before freeing. If a
+    /// shutdown unwound (a panicking [`Spawner::join_all`]), its threads may still run: the
+    /// state is leaked.
     fn drop(&mut self) {
         let inner = self.inner();
         if inner.is_pool_thread() {
-            inner.begin_shutdown();
+            if inner.gate.detach() {
+                inner.begin_shutdown();
+            }
             return;
         }
         let _ = inner.shutdown();
+        if !inner.gate.wait_finished(|| inner.spawner.new_parker()) {
+            return;
+        }
         // SAFETY: every thread is joined (shutdown is complete, here or in an earlier call that
         // returned), so this is the only reference; `inner` came from Box::leak.
         drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
@@ -685,14 +729,15 @@ impl BlockingPool<crate::ThreadSpawner> {
     /// A blocking pool on OS threads named "pool-blocking". No thread starts until work arrives.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`].
+    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`];
+    /// [`Error::OutOfMemory`] if the allocator fails.
     ///
     /// ```
     /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
     /// assert_eq!(pool.max_threads(), 4);
     /// ```
     pub fn new(config: BlockingConfig) -> Result<Self, Error> {
-        Self::with_spawner(config, crate::ThreadSpawner::named("pool-blocking"))
+        Self::with_spawner(config, crate::ThreadSpawner::try_named("pool-blocking")?)
     }
 }
 

@@ -12,10 +12,10 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, status, CTask, MAX_STACK, MIN_STACK};
+use super::{boundary, process, status, status_on, CTask, MAX_STACK, MIN_STACK};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
-use crate::blocking::global_blocking_if_built;
-use crate::{configure_global_blocking, global_blocking, ThreadSpawner};
+use crate::blocking::{global_blocking_if_built, try_global_blocking};
+use crate::{configure_global_blocking, ThreadSpawner};
 
 use super::pool_status::*;
 
@@ -75,8 +75,8 @@ pub struct pool_blocking_config {
     /// Milliseconds an idle thread waits for work before it exits (default 10000); 0: it exits
     /// as soon as it finds no work.
     pub keep_alive_ms: usize,
-    /// Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
-    /// and at most 1 GiB.
+    /// Stack size of each thread in bytes; 0 = the system default (what `pthread_attr_init`
+    /// gives a new thread: it follows `ulimit -s`), otherwise at least 16384 and at most 1 GiB.
     pub stack_size: usize,
 }
 
@@ -127,7 +127,7 @@ pub struct pool_blocking {
     _private: [u8; 0],
 }
 
-type CBlocking = BlockingPool<ThreadSpawner>;
+pub(super) type CBlocking = BlockingPool<ThreadSpawner>;
 
 /// Borrows the pool behind a `struct pool_blocking *`.
 ///
@@ -203,15 +203,15 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     Some(BlockingConfig {
         max_threads: config.max_threads,
         keep_alive: Duration::from_millis(config.keep_alive_ms as u64),
-        stack_size: config.stack_size,
+        stack_size: super::process::c_stack_size(config.stack_size),
         ..BlockingConfig::default()
     })
 }
 
 /// Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
 /// pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
-/// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
-/// (`*out` untouched).
+/// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field,
+/// POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out: *mut *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -226,8 +226,14 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
         };
         match CBlocking::new(c) {
             Ok(pool) => {
+                let raw = pool.into_raw();
+                if let Err(e) = process::register(raw.cast_const(), process::Kind::Blocking) {
+                    // SAFETY: from `into_raw` just above; never handed out.
+                    drop(unsafe { CBlocking::from_raw(raw) });
+                    return status(Err(e));
+                }
                 // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
-                unsafe { out.as_ptr().write(pool.into_raw().cast()) };
+                unsafe { out.as_ptr().write(raw.cast()) };
                 POOL_OK
             }
             Err(e) => status(Err(e)),
@@ -248,7 +254,7 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is live (pool.h contract); the task was checked and the caller's
         // contract covers the rest.
-        status(unsafe { borrow_blocking(pool).submit(task) })
+        status_on(pool, unsafe { borrow_blocking(pool).submit(task) })
     })
 }
 
@@ -259,8 +265,12 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
 pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
+        let pool = match try_global_blocking() {
+            Ok(pool) => pool,
+            Err(e) => return status(Err(e)),
+        };
         // SAFETY: checked; the caller's contract covers the rest.
-        status(unsafe { global_blocking().submit(task) })
+        status(unsafe { pool.submit(task) })
     })
 }
 
@@ -274,6 +284,9 @@ pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
 pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: `pool` is live (pool.h contract).
         status(unsafe { borrow_blocking(pool) }.shutdown())
     })
@@ -281,7 +294,9 @@ pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
 
 /// Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
 /// NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
-/// pool is left alone). Destroying a pool twice is undefined.
+/// pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
+/// for that shutdown to finish, then frees. Any call on `pool` that begins after
+/// `pool_blocking_destroy` began (a second destroy included) is undefined.
 #[no_mangle]
 pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
     let _ = boundary(|| {
@@ -290,8 +305,15 @@ pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
         if unsafe { borrow_blocking(pool) }.is_pool_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle; Drop shuts down, joins and frees.
-        drop(unsafe { CBlocking::from_raw(pool.as_ptr().cast()) });
+        // SAFETY: the caller gives up its only handle.
+        let owned = unsafe { CBlocking::from_raw(pool.as_ptr().cast()) };
+        if process::unregister(pool.as_ptr().cast_const().cast()) {
+            // SAFETY: inherited through fork, in this child; the only handle.
+            unsafe { owned.free_inherited() };
+        } else {
+            // Drop shuts down, joins and frees.
+            drop(owned);
+        }
         POOL_OK
     });
 }
@@ -319,7 +341,7 @@ pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut po
 /// Returns POOL_OK (the pool is built with `*config`, no thread started yet);
 /// POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
 /// call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
-/// field (nothing changed).
+/// field, POOL_ERR_NOMEM when memory runs out (nothing changed).
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_config) -> c_int {
     boundary(|| {

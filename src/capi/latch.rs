@@ -19,8 +19,8 @@ use core::ffi::c_int;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, checked_task, pool_status::*, status, CTask, Pool};
-use crate::{global, CountLatch};
+use super::{borrow, boundary, checked_task, global_pool, pool_status::*, status, status_on, CTask, Pool};
+use crate::CountLatch;
 
 /// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
 /// for growth without changing the C ABI.
@@ -65,7 +65,8 @@ pub extern "C" fn pool_latch_init(latch: *mut PoolLatch) -> c_int {
 
 /// Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
 /// Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
-/// completed or is completing): re-initialise it first.
+/// completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
+/// exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
 #[no_mangle]
 pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
     boundary(|| {
@@ -75,8 +76,7 @@ pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
         if latch.is_released() {
             return POOL_ERR_INVALID;
         }
-        latch.add(n);
-        POOL_OK
+        status(latch.try_add(n))
     })
 }
 
@@ -101,6 +101,9 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        if super::process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: a live pool and an initialised latch (pool.h contract).
         unsafe { borrow(pool).wait_for_latch(core_latch(latch)) };
         POOL_OK
@@ -113,8 +116,12 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
 pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
     boundary(|| {
         let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: an initialised latch (pool.h contract).
-        global().wait_for_latch(unsafe { core_latch(latch) });
+        pool.wait_for_latch(unsafe { core_latch(latch) });
         POOL_OK
     })
 }
@@ -130,7 +137,7 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: a live pool; the task was checked; the caller's contract covers the rest.
-        status(unsafe { borrow(pool).submit_fork(task) })
+        status_on(pool, unsafe { borrow(pool).submit_fork(task) })
     })
 }
 
@@ -141,7 +148,11 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
 pub extern "C" fn pool_fork_global(task: *mut CTask) -> c_int {
     boundary(|| {
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: the task was checked; the caller's contract covers the rest.
-        status(unsafe { global().submit_fork(task) })
+        status(unsafe { pool.submit_fork(task) })
     })
 }

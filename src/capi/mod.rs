@@ -15,7 +15,8 @@ use core::ffi::{c_char, c_int};
 use core::ptr::{self, NonNull};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::{global, Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
+use crate::os::global::try_global;
+use crate::{Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
 
 /// Status codes returned by every `int` function of the C API.
 #[repr(C)]
@@ -31,16 +32,28 @@ pub enum pool_status {
     POOL_ERR_SHUTDOWN = -2,
     /// The pool has no thread and could not start one: the work was not accepted.
     POOL_ERR_SPAWN = -3,
-    /// Out of memory.
+    /// Out of memory: nothing was created or queued, nothing is left half-built (every
+    /// function that allocates: `pool_create`, `pool_create_with_platform`,
+    /// `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
+    /// pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+    /// when the pool has no thread at all).
     POOL_ERR_NOMEM = -4,
     /// An internal panic was caught at the boundary (a bug in pool; please report it).
     POOL_ERR_PANIC = -5,
-    /// An index out of range (a worker index at or beyond the pool's worker count).
+    /// A count or an index out of range: a worker index at or beyond the pool's worker
+    /// count; a `pool_latch_add` that would take the latch's count past its range (the latch
+    /// is unchanged).
     POOL_ERR_RANGE = -6,
     /// Too late: a configuration that must come before first use came after it
     /// (`pool_blocking_global_configure` once the global blocking pool was built); nothing
     /// was changed.
     POOL_ERR_STARTED = -7,
+    /// The pool was inherited from the parent process through `fork()`: its threads do not
+    /// exist in this process, so it takes no work (the tasks the parent had queued are never
+    /// run here) and `pool_shutdown` has nothing to wait for. Only `pool_destroy` (which frees
+    /// what it can and returns) and the counters remain. The global pools are not affected:
+    /// the child's are reset and work.
+    POOL_ERR_FORKED = -8,
 }
 
 use pool_status::*;
@@ -51,6 +64,7 @@ pub use latch::*;
 pub use blocking::*;
 mod platform;
 pub use platform::*;
+pub(crate) mod process;
 mod stats;
 pub use stats::*;
 
@@ -59,12 +73,21 @@ pub use stats::*;
 /// The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
 /// exactly once with the submitted pointer, on a pool thread; recover your struct with
 /// `POOL_CONTAINER_OF(task, struct your_struct, member)`.
+///
+/// Every callback (a task's, a blocking task's `cancel`) must return normally:
+/// * `longjmp` (or `siglongjmp`) out of a callback is undefined behaviour: it cannot be
+///   detected, and it leaves the pool's thread in the middle of its own code;
+/// * a C++ exception escaping a callback, or `pthread_exit` called inside one, ends the
+///   process (abort) with the message "pool: a task callback was left by unwinding ...
+///   callbacks must return normally": catch exceptions inside the callback if you need to
+///   survive them; end a pool thread only by returning.
 #[repr(C)]
 #[derive(Debug)]
 pub struct CTask {
     /// Link used by the pool while the task is queued; need not be initialised.
     pub next: *mut CTask,
-    /// Called once when the task runs. Must not be NULL.
+    /// Called once when the task runs. Must not be NULL. Must return normally (no `longjmp`,
+    /// C++ exception or `pthread_exit` out of it: see above).
     pub callback: Option<unsafe extern "C" fn(task: *mut CTask)>,
 }
 
@@ -87,8 +110,9 @@ mod layout {
 pub struct PoolConfig {
     /// Most worker threads; 0 = the number of CPUs available. At most 16383.
     pub max_threads: usize,
-    /// Stack size of each worker thread in bytes; 0 = the system default, otherwise at least
-    /// 16384 and at most 1 GiB.
+    /// Stack size of each worker thread in bytes; 0 = the system default: what
+    /// `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
+    /// host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
     pub stack_size: usize,
     /// Rounds an idle worker watches for new work from outside the pool before it sleeps
     /// (a short spin that saves both sides a system call when work comes soon after).
@@ -132,7 +156,35 @@ fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::Shutdown) => POOL_ERR_SHUTDOWN,
         Err(Error::Spawn) => POOL_ERR_SPAWN,
         Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
+        Err(Error::Overflow) => POOL_ERR_RANGE,
+        Err(Error::OutOfMemory) => POOL_ERR_NOMEM,
     }
+}
+
+/// The global pool, built on first use; its status if it could not be (out of memory).
+fn global_pool() -> Result<&'static ThreadPool<crate::ThreadSpawner>, pool_status> {
+    try_global().map_err(|e| status(Err(e)))
+}
+
+/// The status of a call on `pool` (a `struct pool *` or `struct pool_blocking *`) that returned
+/// `result`: a refusal of an inherited pool (the child after a fork) is POOL_ERR_FORKED. The
+/// registry is consulted only on a refusal.
+#[inline]
+fn status_on<P>(pool: NonNull<P>, result: Result<(), Error>) -> pool_status {
+    match result {
+        Ok(()) => POOL_OK,
+        Err(e) => refused(pool.as_ptr().cast_const().cast(), e),
+    }
+}
+
+/// `status_on`'s error path, out of line: the accepted submit stays as short as without it.
+#[cold]
+#[inline(never)]
+fn refused(pool: *const (), e: Error) -> pool_status {
+    if e == Error::Shutdown && process::is_inherited(pool) {
+        return POOL_ERR_FORKED;
+    }
+    status(Err(e))
 }
 
 /// Checks one task and turns it into a core task pointer.
@@ -197,10 +249,14 @@ impl PoolConfig {
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
 /// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
-/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field, POOL_ERR_NOMEM when
+/// memory runs out (`*out` untouched, nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
-    boundary(|| create_with(config, out, platform::CSpawner::std()))
+    boundary(|| match platform::CSpawner::std() {
+        Ok(spawner) => create_with(config, out, spawner),
+        Err(e) => status(Err(e)),
+    })
 }
 
 /// `pool_create` on any platform: checks `out` and `config`, builds the pool, writes `*out`.
@@ -217,26 +273,42 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     {
         return POOL_ERR_INVALID;
     }
-    let config = Config { max_threads: config.max_threads, stack_size: config.stack_size, idle_spins: config.idle_spins };
+    // OS threads get the pthread default for 0; a host's platform gets 0 as it is.
+    let stack_size = match spawner {
+        platform::CSpawner::Std(_) => process::c_stack_size(config.stack_size),
+        platform::CSpawner::Host(_) => config.stack_size,
+    };
+    let config = Config { max_threads: config.max_threads, stack_size, idle_spins: config.idle_spins };
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
+            let raw = pool.into_raw();
+            if let Err(e) = process::register(raw.cast_const(), process::Kind::Task) {
+                // SAFETY: from `into_raw` just above; never handed out.
+                drop(unsafe { CPool::from_raw(raw) });
+                return status(Err(e));
+            }
             // SAFETY: non-null; the caller passes a writable `struct pool *`.
-            unsafe { out.as_ptr().write(pool.into_raw().cast()) };
+            unsafe { out.as_ptr().write(raw.cast()) };
             POOL_OK
         }
         Err(e) => status(Err(e)),
     }
 }
 
-/// Submits one task to the global pool (started on first use, no init call needed).
+/// Submits one task to the global pool (started on first use, no init call needed; its
+/// first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
 /// On POOL_OK the pool owns the task until its callback starts; on any error it was not
 /// queued and is still the caller's.
 #[no_mangle]
 pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
     boundary(|| {
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: checked non-null with a callback; the caller's contract (pool.h) covers the rest.
-        status(unsafe { global().submit(task) })
+        status(unsafe { pool.submit(task) })
     })
 }
 
@@ -246,8 +318,12 @@ pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
 pub extern "C" fn pool_submit_batch(first: *mut CTask) -> c_int {
     boundary(|| {
         let Some(batch) = checked_batch(first) else { return POOL_ERR_INVALID };
+        let pool = match global_pool() {
+            Ok(pool) => pool,
+            Err(s) => return s,
+        };
         // SAFETY: validated; the caller's contract covers the rest.
-        status(unsafe { global().submit_batch(batch) })
+        status(unsafe { pool.submit_batch(batch) })
     })
 }
 
@@ -269,7 +345,7 @@ pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the task was checked.
-        status(unsafe { borrow(pool).submit(task) })
+        status_on(pool, unsafe { borrow(pool).submit(task) })
     })
 }
 
@@ -281,7 +357,7 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(batch) = checked_batch(first) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the batch was validated.
-        status(unsafe { borrow(pool).submit_batch(batch) })
+        status_on(pool, unsafe { borrow(pool).submit_batch(batch) })
     })
 }
 
@@ -293,6 +369,9 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
         // SAFETY: `pool` is a live pool (pool.h contract).
         status(unsafe { borrow(pool) }.shutdown())
     })
@@ -300,7 +379,10 @@ pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
 
 /// Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
 /// and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
-/// is detected and ignored (the pool is left alone). Destroying a pool twice is undefined.
+/// is detected and ignored (the pool is left alone). If another thread is inside
+/// `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
+/// `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
+/// caller orders its own calls before the destroy.
 #[no_mangle]
 pub extern "C" fn pool_destroy(pool: *mut Pool) {
     let _ = boundary(|| {
@@ -309,8 +391,15 @@ pub extern "C" fn pool_destroy(pool: *mut Pool) {
         if unsafe { borrow(pool) }.is_worker_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle; Drop shuts down, joins and frees.
-        drop(unsafe { CPool::from_raw(pool.as_ptr().cast()) });
+        // SAFETY: the caller gives up its only handle.
+        let owned = unsafe { CPool::from_raw(pool.as_ptr().cast()) };
+        if process::unregister(pool.as_ptr().cast_const().cast()) {
+            // SAFETY: inherited through fork, in this child; the only handle.
+            unsafe { owned.free_inherited() };
+        } else {
+            // Drop shuts down, joins and frees.
+            drop(owned);
+        }
         POOL_OK
     });
 }
@@ -327,6 +416,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -5 => b"internal panic caught\0",
         -6 => b"index out of range\0",
         -7 => b"already started: configure before first use\0",
+        -8 => b"pool inherited through fork: unusable in the child\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

@@ -27,7 +27,7 @@ use core::time::Duration;
 use std::boxed::Box;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use crate::fallible::{try_box, TryArc};
 
 use super::{create_with, pool_status, Pool, PoolConfig};
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
@@ -131,7 +131,7 @@ pub(crate) enum CSpawner {
     /// OS threads (`pool_create`).
     Std(ThreadSpawner<DefaultParker>),
     /// The host's callbacks (`pool_create_with_platform`).
-    Host(Arc<HostFns>),
+    Host(TryArc<HostFns>),
 }
 
 impl core::fmt::Debug for CSpawner {
@@ -144,16 +144,16 @@ impl core::fmt::Debug for CSpawner {
 }
 
 impl CSpawner {
-    /// The OS-thread platform of `pool_create`.
-    pub(crate) fn std() -> Self {
-        Self::Std(ThreadSpawner::new())
+    /// The OS-thread platform of `pool_create`, or `Err(OutOfMemory)`.
+    pub(crate) fn std() -> Result<Self, crate::Error> {
+        Ok(Self::Std(ThreadSpawner::try_named("pool-worker")?))
     }
 }
 
 /// A parker of a C pool: the std one, or a handle from the host's `parker_new`.
 pub(crate) enum CParker {
     Std(DefaultParker),
-    Host { handle: *mut c_void, fns: Arc<HostFns> },
+    Host { handle: *mut c_void, fns: TryArc<HostFns> },
 }
 
 // SAFETY: a host parker handle may be parked on by its owner and unparked from any thread
@@ -224,7 +224,7 @@ impl Drop for CParker {
 /// What a host thread needs: the worker to run, and the counter to decrement after.
 struct HostThread {
     start: ThreadStart,
-    fns: Arc<HostFns>,
+    fns: TryArc<HostFns>,
 }
 
 /// The `entry` handed to the host's `spawn`: runs the pool's thread body, then says it left.
@@ -256,7 +256,7 @@ unsafe impl Spawner for CSpawner {
             Self::Host(fns) => {
                 // SAFETY: a checked callback of the host, called with its own context.
                 let handle = unsafe { (fns.parker_new)(fns.context) };
-                CParker::Host { handle, fns: Arc::clone(fns) }
+                CParker::Host { handle, fns: fns.clone() }
             }
         }
     }
@@ -266,9 +266,9 @@ unsafe impl Spawner for CSpawner {
             Self::Std(s) => return s.spawn(start, stack_size),
             Self::Host(fns) => fns,
         };
+        let arg = Box::into_raw(try_box(HostThread { start, fns: fns.clone() }).map_err(|_| SpawnError)?);
         // Counted before the thread can exist, so it can never be seen below zero.
         fns.running.fetch_add(1, Ordering::Relaxed);
-        let arg = Box::into_raw(Box::new(HostThread { start, fns: Arc::clone(fns) }));
         // SAFETY: a checked callback; `host_thread_main` with `arg` is a valid entry.
         let rc = unsafe { (fns.spawn)(fns.context, host_thread_main, arg.cast(), stack_size) };
         if rc == 0 {
@@ -331,7 +331,7 @@ unsafe impl Spawner for CSpawner {
 /// `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
 /// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
 /// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
-/// an out-of-range config field (`*out` untouched).
+/// an out-of-range config field; POOL_ERR_NOMEM when memory runs out (`*out` untouched).
 #[no_mangle]
 pub extern "C" fn pool_create_with_platform(
     config: *const PoolConfig,
@@ -343,6 +343,7 @@ pub extern "C" fn pool_create_with_platform(
         // SAFETY: non-null; the caller passes a readable `struct pool_platform`.
         let platform = unsafe { platform.as_ptr().read() };
         let Some(fns) = HostFns::new(&platform) else { return pool_status::POOL_ERR_INVALID };
-        create_with(config, out, CSpawner::Host(Arc::new(fns)))
+        let Ok(fns) = TryArc::try_new(fns) else { return pool_status::POOL_ERR_NOMEM };
+        create_with(config, out, CSpawner::Host(fns))
     })
 }

@@ -6,8 +6,8 @@
 use core::ffi::c_int;
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, Pool};
-use crate::{global, Stats, WorkerStats};
+use super::{borrow, boundary, global_pool, Pool};
+use crate::{Stats, WorkerStats};
 
 use super::pool_status::*;
 
@@ -117,7 +117,10 @@ pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut p
 pub extern "C" fn pool_global_stats(out: *mut pool_stats) -> c_int {
     boundary(|| {
         let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
-        let stats = global().stats();
+        let stats = match global_pool() {
+            Ok(pool) => pool.stats(),
+            Err(s) => return s,
+        };
         // SAFETY: non-null; the caller passes a writable `struct pool_stats`.
         unsafe { out.as_ptr().write(stats.into()) };
         POOL_OK

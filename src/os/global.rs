@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use crate::{Config, ThreadPool, ThreadSpawner};
+use crate::{Config, Error, ThreadPool, ThreadSpawner};
 
 static GLOBAL: OnceLock<ThreadPool<ThreadSpawner>> = OnceLock::new();
 
@@ -17,8 +17,33 @@ static GLOBAL: OnceLock<ThreadPool<ThreadSpawner>> = OnceLock::new();
 /// # while hits.load(std::sync::atomic::Ordering::SeqCst) == 0 { std::thread::yield_now(); }
 /// ```
 pub fn global() -> &'static ThreadPool<ThreadSpawner> {
-    GLOBAL.get_or_init(|| {
-        ThreadPool::with_spawner(Config::default(), ThreadSpawner::named("pool-global"))
-            .expect("the default configuration is valid")
-    })
+    try_global().unwrap_or_else(|e| panic!("the global pool could not be built: {e}"))
+}
+
+/// [`global()`], or the error that kept it from being built (out of memory) on first use;
+/// a later call tries again.
+pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> {
+    if let Some(pool) = GLOBAL.get() {
+        return Ok(pool);
+    }
+    #[cfg(unix)]
+    super::fork::install();
+    let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?)?;
+    // Racing another first use: one pool is kept, the other dropped (it never started a thread).
+    let _ = GLOBAL.set(pool);
+    Ok(GLOBAL.get().expect("set above, by us or by the racing call"))
+}
+
+/// In the child after a fork (`os::fork`): the global pool, if built, gets a fresh state in
+/// place (same configuration; a new spawner, the parent's threads being gone). If even that
+/// cannot be allocated, the pool is closed instead: its submits fail rather than wait.
+#[cfg(unix)]
+pub(crate) fn reset_after_fork() {
+    let Some(pool) = GLOBAL.get() else { return };
+    let reset = ThreadSpawner::try_named("pool-global")
+        // SAFETY: the fork handler runs on the child's only thread, outside any pool call.
+        .and_then(|spawner| unsafe { pool.reset_after_fork(spawner) });
+    if reset.is_err() {
+        pool.close_inherited();
+    }
 }

@@ -9,6 +9,8 @@
 mod condvar;
 #[cfg(target_os = "linux")]
 mod futex;
+#[cfg(unix)]
+pub(crate) mod fork;
 pub(crate) mod global;
 mod thread;
 
@@ -54,13 +56,14 @@ impl crate::ThreadPool<ThreadSpawner> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `max_threads` above
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// [`MAX_THREADS`](crate::MAX_THREADS); [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// if the allocator fails.
     ///
     /// ```
     /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
     /// assert_eq!(pool.max_threads(), 2);
     /// ```
     pub fn new(config: crate::Config) -> Result<Self, crate::Error> {
-        Self::with_spawner(config, ThreadSpawner::new())
+        Self::with_spawner(config, ThreadSpawner::try_named("pool-worker")?)
     }
 }

@@ -11,12 +11,14 @@
 
 use core::cell::Cell;
 use core::marker::PhantomData;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::vec::Vec;
 use std::thread::JoinHandle;
 
 use super::DefaultParker;
+use crate::fallible::TryArc;
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::Error;
 
 std::thread_local! {
     static CURRENT_WORKER: Cell<*const ()> = const { Cell::new(core::ptr::null()) };
@@ -30,7 +32,9 @@ std::thread_local! {
 /// pool.spawn(|| println!("hello from a pool thread")).unwrap();
 /// ```
 pub struct ThreadSpawner<P = DefaultParker> {
-    handles: Arc<Mutex<Handles>>,
+    /// Shared with each thread until it has started (the gate above); allocated fallibly so
+    /// that the C layer's `pool_create` can report out of memory.
+    handles: TryArc<Mutex<Handles>>,
     name: &'static str,
     clock: super::MonotonicClock,
     _parker: PhantomData<fn() -> P>,
@@ -87,12 +91,17 @@ impl<P> ThreadSpawner<P> {
     /// assert!(rx.recv().unwrap());
     /// ```
     pub fn named(name: &'static str) -> Self {
-        Self {
-            handles: Arc::new(Mutex::new(Handles::default())),
+        Self::try_named(name).unwrap_or_else(|_| std::alloc::handle_alloc_error(core::alloc::Layout::new::<Mutex<Handles>>()))
+    }
+
+    /// As [`named`](Self::named), or [`Error::OutOfMemory`] if the allocator fails.
+    pub(crate) fn try_named(name: &'static str) -> Result<Self, Error> {
+        Ok(Self {
+            handles: TryArc::try_new(Mutex::new(Handles::default()))?,
             name,
             clock: super::MonotonicClock::new(),
             _parker: PhantomData,
-        }
+        })
     }
 
     fn join_all_handles(&self) {
@@ -126,11 +135,13 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
         // thread's resources, so a pool that churns threads holds at most one handle per thread
         // started since the last spawn, not one per thread ever started.
         handles.list.retain(|h| !h.is_finished());
+        // Room for the handle before the thread exists: once it runs, recording it must not fail.
+        handles.list.try_reserve(1).map_err(|_| SpawnError)?;
         let mut builder = std::thread::Builder::new().name(self.name.into());
         if stack_size != 0 {
             builder = builder.stack_size(stack_size);
         }
-        let gate = Arc::clone(&self.handles);
+        let gate = self.handles.clone();
         let handle = builder
             .spawn(move || {
                 // Wait until `spawn` has recorded our handle (see module docs).

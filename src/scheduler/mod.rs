@@ -21,6 +21,8 @@
 //!    dropped.
 
 pub(crate) mod context;
+#[cfg(feature = "std")]
+mod fork;
 pub(crate) mod interval;
 pub(crate) mod sleep;
 pub(crate) mod stats;
@@ -30,11 +32,12 @@ use core::fmt;
 use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
-use crate::platform::{Parker, Spawner};
+use crate::fallible::{try_box, try_boxed_slice};
+use crate::platform::Spawner;
 use crate::queue::injector::Injector;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::shutdown::ShutdownGate;
 use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
 use stats::Counters;
@@ -60,7 +63,9 @@ pub struct Config {
     /// Most threads the pool starts; 0 means the platform's available parallelism. At most
     /// [`MAX_THREADS`](crate::MAX_THREADS).
     pub max_threads: usize,
-    /// Stack size of each thread in bytes; 0 means the platform default.
+    /// Stack size of each thread in bytes; 0 means the platform default: for
+    /// `ThreadSpawner`, Rust std's (2 MiB, or `RUST_MIN_STACK`), not
+    /// pthread's (the C API's `stack_size = 0` means pthread's default instead).
     pub stack_size: usize,
     /// Rounds (one load and one spin-loop hint each) an idle worker watches for new work from
     /// outside the pool before it sleeps, so that a submit soon after costs neither side a
@@ -113,6 +118,11 @@ pub enum Error {
     /// A configuration that must come before first use came after it: the process-wide
     /// blocking pool was already built ([`configure_global_blocking`](crate::configure_global_blocking)).
     AlreadyStarted,
+    /// A count would leave its range ([`CountLatch::try_add`](crate::CountLatch::try_add));
+    /// nothing was changed.
+    Overflow,
+    /// The allocator failed: nothing was built (a constructor), or the thread was not started.
+    OutOfMemory,
 }
 
 impl fmt::Display for Error {
@@ -122,6 +132,8 @@ impl fmt::Display for Error {
             Error::Shutdown => "the pool is shut down",
             Error::Spawn => "no thread could be started",
             Error::AlreadyStarted => "already started: configure it before its first use",
+            Error::Overflow => "a count would overflow",
+            Error::OutOfMemory => "out of memory",
         })
     }
 }
@@ -193,8 +205,8 @@ pub(crate) struct Inner<S: Spawner> {
     stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last worker leaves.
     join_parker: S::Parker,
-    /// Set by the first `shutdown` call.
-    shutdown_claimed: AtomicBool,
+    /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
+    gate: ShutdownGate,
     stats_spawn_failed: AtomicUsize,
     /// Counters of events on threads that are not workers (shared: `bump_shared`).
     pub(crate) outside: CachePadded<Counters>,
@@ -236,6 +248,42 @@ impl<S: Spawner> Drop for Inner<S> {
             let boxed = unsafe { Box::from_raw(worker) };
             worker = boxed.next;
         }
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// A pool's state for `config`, not yet in its place (`ThreadPool::with_spawner` boxes it;
+    /// a reset after fork writes it over the old one).
+    fn build(config: Config, spawner: S) -> Result<Self, Error> {
+        let max_threads = match config.max_threads {
+            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
+            n if n <= MAX_THREADS => n,
+            _ => return Err(Error::InvalidArgument),
+        };
+        if config.idle_spins > MAX_IDLE_SPINS {
+            return Err(Error::InvalidArgument);
+        }
+        let words = max_threads.div_ceil(usize::BITS as usize);
+        let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        Ok(Inner {
+            sync: CachePadded(AtomicU32::new(Sync::default().0)),
+            injector: Injector::new(),
+            workers: AtomicPtr::new(ptr::null_mut()),
+            worker_table,
+            idle_map,
+            spinning: AtomicUsize::new(0),
+            idle_spins: config.idle_spins,
+            next_index: AtomicUsize::new(0),
+            max_threads: max_threads as u32,
+            stack_size: config.stack_size,
+            join_parker: spawner.new_parker(),
+            gate: ShutdownGate::new(),
+            stats_spawn_failed: AtomicUsize::new(0),
+            outside: CachePadded(Counters::default()),
+            runtime: crate::runtime::PoolRuntime::new(),
+            spawner,
+        })
     }
 }
 
@@ -284,7 +332,8 @@ impl<S: Spawner> ThreadPool<S> {
     /// Builds a pool on the given platform. No thread starts until the first submit.
     ///
     /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// [`MAX_THREADS`](crate::MAX_THREADS), and with [`Error::OutOfMemory`] if the allocator
+    /// fails (nothing is left allocated).
     ///
     /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
     /// [`Spawner`]: see that trait's example):
@@ -300,33 +349,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
-        let max_threads = match config.max_threads {
-            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
-            n if n <= MAX_THREADS => n,
-            _ => return Err(Error::InvalidArgument),
-        };
-        if config.idle_spins > MAX_IDLE_SPINS {
-            return Err(Error::InvalidArgument);
-        }
-        let words = max_threads.div_ceil(usize::BITS as usize);
-        let inner = Box::new(Inner {
-            sync: CachePadded(AtomicU32::new(Sync::default().0)),
-            injector: Injector::new(),
-            workers: AtomicPtr::new(ptr::null_mut()),
-            worker_table: (0..max_threads).map(|_| AtomicPtr::new(ptr::null_mut())).collect::<Vec<_>>().into_boxed_slice(),
-            idle_map: (0..words).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>().into_boxed_slice(),
-            spinning: AtomicUsize::new(0),
-            idle_spins: config.idle_spins,
-            next_index: AtomicUsize::new(0),
-            max_threads: max_threads as u32,
-            stack_size: config.stack_size,
-            join_parker: spawner.new_parker(),
-            shutdown_claimed: AtomicBool::new(false),
-            stats_spawn_failed: AtomicUsize::new(0),
-            outside: CachePadded(Counters::default()),
-            runtime: crate::runtime::PoolRuntime::new(),
-            spawner,
-        });
+        let inner = try_box(Inner::build(config, spawner)?)?;
         Ok(Self { inner: NonNull::from(Box::leak(inner)) })
     }
 
@@ -625,18 +648,10 @@ impl<S: Spawner> ThreadPool<S> {
         match self.current_worker() {
             Some(cx) => self.inner().run_until(cx, Some(until)),
             None => {
-                let parker = self.inner().spawner.new_parker();
-                // SAFETY: we are the only waiter; `parker` lives until the signal is set
-                // (the spin below comes before it is dropped).
-                if unsafe { signal.register(crate::latch::Waiter::new(&parker)) } {
-                    while !signal.is_setting() {
-                        parker.park();
-                    }
-                }
-                // Still in `parker`'s scope: after SETTING the setter may still be inside its
-                // `unpark`, and SET is its last access (tests/waiter_parker.rs; found by the
-                // capi_ops fuzz target under ASan).
-                signal.spin_until_set();
+                // Waits for SET in `parker`'s scope: after SETTING the setter may still be
+                // inside its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz
+                // target under ASan).
+                signal.park_until_set(&self.inner().spawner.new_parker());
                 return;
             }
         }
@@ -703,9 +718,7 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::InvalidArgument);
         }
         let inner = self.inner();
-        if inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
-            return Err(Error::Shutdown);
-        }
+        let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
         inner.injector.close();
         inner.begin_shutdown();
         inner.wait_for_threads();
@@ -734,6 +747,8 @@ impl<S: Spawner> ThreadPool<S> {
             }
             worker::backoff(&inner.join_parker, &mut spins);
         }
+        // The last access to `inner`: a dropper waiting in `Drop` may free it from here.
+        finishing.finish();
         Ok(())
     }
 
@@ -772,10 +787,14 @@ impl<S: Spawner> Drop for ThreadPool<S> {
     /// Dropping the last handle from inside one of the pool's own tasks cannot join (the
     /// thread would wait for itself): the pool then stops accepting work, lets its threads drain
     /// and exit, and leaks its own state (a few KiB) instead of freeing memory they still use.
+    ///
+    /// If a shutdown is in progress on another thread (the C layer's `pool_shutdown` racing
+    /// `pool_destroy`), this waits for it to finish before freeing. If a shutdown unwound (a
+    /// panicking [`Spawner::join_all`]), its threads may still run: the state is leaked.
     fn drop(&mut self) {
         if self.is_worker_thread() {
             let inner = self.inner();
-            if !inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
+            if inner.gate.detach() {
                 inner.injector.close();
                 inner.begin_shutdown();
                 inner.spawner.detach_all();
@@ -783,6 +802,9 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             return;
         }
         let _ = self.shutdown();
+        if !self.inner().gate.wait_finished(|| self.inner().spawner.new_parker()) {
+            return;
+        }
         // Live async tasks hold references on `Inner` too (`runtime::pool`): the last one out
         // frees it, so a late waker finds a closed pool instead of freed memory.
         if self.inner().runtime.release() {

@@ -191,11 +191,16 @@ impl<S: Spawner> Inner<S> {
         NonNull::new(self.worker_table.get(index)?.load(Ordering::Acquire))
     }
 
-    /// Starts one more thread; on failure, undoes the `spawned` increment and the signal.
+    /// Starts one more thread; on failure (no memory for its state, or no thread), undoes
+    /// the `spawned` increment and the signal.
     #[cold]
     fn spawn_worker(&self) {
-        if self.spawner.spawn(self.thread_start(), self.stack_size).is_ok() {
-            return;
+        if let Ok(worker) = self.alloc_worker() {
+            if self.spawner.spawn(self.thread_start(worker), self.stack_size).is_ok() {
+                return;
+            }
+            // SAFETY: from `alloc_worker`, and the refused spawn never ran it.
+            unsafe { Self::free_unstarted(worker) };
         }
         self.stats_spawn_failed.fetch_add(1, Ordering::Relaxed);
         let mut s = self.load_sync(Ordering::Relaxed);

@@ -80,6 +80,8 @@ const _: () = assert!(BUDGET_PER_TICK.is_power_of_two());
 /// The part of a worker that other threads touch (thieves, notifiers, stats readers, shutdown).
 /// What only the worker's own thread touches is its [`WorkerContext`] (`context.rs`).
 pub(crate) struct Worker<S: Spawner> {
+    /// The pool (type-erased `*const Inner<S>`): how a new thread finds its pool (`worker_main`).
+    pub(crate) pool: *const (),
     /// The next worker in the pool's list (older). Immutable once the worker is published.
     pub(crate) next: *mut Worker<S>,
     /// Position in the idle map and the worker table.
@@ -138,19 +140,19 @@ pub(crate) struct Until<'a> {
 }
 
 impl<S: Spawner> Inner<S> {
-    pub(crate) fn thread_start(&self) -> ThreadStart {
-        ThreadStart { entry: worker_main::<S>, arg: ptr::from_ref(self).cast_mut().cast::<c_void>() }
+    /// What a new thread runs: `worker_main` on the worker allocated for it.
+    pub(crate) fn thread_start(&self, worker: NonNull<Worker<S>>) -> ThreadStart {
+        ThreadStart { entry: worker_main::<S>, arg: worker.as_ptr().cast::<c_void>() }
     }
 
-    /// Allocates this thread's worker and links it into the pool.
-    fn register(&self) -> NonNull<Worker<S>> {
-        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
-        // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
-        // started thread gets a slot.
-        assert!(index < self.worker_table.len(), "more threads started than max_threads");
-        let worker = Box::new(Worker {
+    /// Allocates the state of a thread about to be started, before asking for the thread, so
+    /// that running out of memory is a failed spawn (`fallible`). Not published yet: the new
+    /// thread does that (`register`); a spawn that fails frees it (`free_unstarted`).
+    pub(crate) fn alloc_worker(&self) -> Result<NonNull<Worker<S>>, crate::Error> {
+        let worker = crate::fallible::try_box(Worker {
+            pool: ptr::from_ref(self).cast::<()>(),
             next: ptr::null_mut(),
-            index,
+            index: usize::MAX,
             // Up: the first join on this worker offers work, so a pool that may still start
             // threads starts one (context.rs, "The hungry flag").
             hungry: AtomicBool::new(true),
@@ -159,8 +161,27 @@ impl<S: Spawner> Inner<S> {
             joins: crate::join::deque::JoinDeque::new(),
             parker: self.spawner.new_parker(),
             stats: CachePadded(Counters::default()),
-        });
-        let worker = NonNull::from(Box::leak(worker));
+        })?;
+        Ok(NonNull::from(Box::leak(worker)))
+    }
+
+    /// Frees a worker from `alloc_worker` whose thread could not be started.
+    ///
+    /// # Safety
+    /// `worker` came from `alloc_worker` and was never handed to a thread.
+    pub(crate) unsafe fn free_unstarted(worker: NonNull<Worker<S>>) {
+        // SAFETY: the caller's contract: unpublished, so still exclusively ours.
+        drop(unsafe { Box::from_raw(worker.as_ptr()) });
+    }
+
+    /// Gives this thread's worker (from `alloc_worker`) its slot and links it into the pool.
+    fn register(&self, worker: NonNull<Worker<S>>) {
+        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
+        // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
+        // started thread gets a slot.
+        assert!(index < self.worker_table.len(), "more threads started than max_threads");
+        // SAFETY: not yet published, so still exclusively ours.
+        unsafe { (*worker.as_ptr()).index = index };
         // Release: the worker's fields are initialised before anyone can reach it.
         self.worker_table[index].store(worker.as_ptr(), Ordering::Release);
         let mut head = self.workers.load(Ordering::Relaxed);
@@ -168,7 +189,7 @@ impl<S: Spawner> Inner<S> {
             // SAFETY: not yet published, so still exclusively ours.
             unsafe { (*worker.as_ptr()).next = head };
             match self.workers.compare_exchange_weak(head, worker.as_ptr(), Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return worker,
+                Ok(_) => return,
                 Err(actual) => head = actual,
             }
         }
@@ -599,11 +620,14 @@ pub(crate) fn backoff<P: Parker>(parker: &P, spins: &mut u32) {
 /// The entry point of every worker thread.
 ///
 /// # Safety
-/// `arg` is the `Inner<S>` of a live pool, which outlives this thread (the pool joins it).
+/// `arg` is a worker from `alloc_worker` of a live pool, which outlives this thread (the pool
+/// joins it), handed to this thread alone.
 unsafe extern "C" fn worker_main<S: Spawner>(arg: *mut c_void) {
     // SAFETY: the caller's contract.
-    let pool = unsafe { &*arg.cast_const().cast::<Inner<S>>() };
-    let worker = pool.register();
+    let worker = unsafe { NonNull::new_unchecked(arg.cast::<Worker<S>>()) };
+    // SAFETY: `pool` was set by `alloc_worker` to the live pool's `Inner<S>`.
+    let pool = unsafe { &*(*worker.as_ptr()).pool.cast::<Inner<S>>() };
+    pool.register(worker);
     let stack_top = 0u8;
     // The owner-only half of the worker: it lives in this frame, on this thread, while the
     // thread runs the pool's loop, and the thread-local slot points to it meanwhile.

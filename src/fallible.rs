@@ -1,0 +1,148 @@
+//! Fallible allocation: the pool's own allocations report [`Error::OutOfMemory`] instead of
+//! aborting the process (`alloc::alloc` with a checked layout, `Vec::try_reserve_exact`).
+//!
+//! Used by every constructor (a pool's state, its tables, the OS spawner's shared join list,
+//! a C host's platform) and before each lazy thread start (the worker's state is allocated
+//! before the thread is asked for, so a failure is a failed spawn). What stays outside the
+//! pool's control: allocations made by the platform itself (the OS thread's stack and the
+//! standard library's bookkeeping for a new thread), which abort the process on failure as
+//! the standard library does.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use crate::scheduler::Error;
+#[cfg(feature = "std")]
+use crate::sync::{AtomicUsize, Ordering};
+
+/// `Box::new(value)`, or `Err(OutOfMemory)` (dropping `value`) if the allocator fails.
+pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Error> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return Ok(Box::new(value));
+    }
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
+    let Some(ptr) = NonNull::new(ptr) else { return Err(Error::OutOfMemory) };
+    // SAFETY: freshly allocated for a `T` (size and alignment from `Layout::new::<T>`), so
+    // writing and then owning it as a Box (which frees it with the same layout) is sound.
+    unsafe {
+        ptr.as_ptr().write(value);
+        Ok(Box::from_raw(ptr.as_ptr()))
+    }
+}
+
+/// A boxed slice of `n` elements made by `f(index)`, or `Err(OutOfMemory)`.
+pub(crate) fn try_boxed_slice<T>(n: usize, f: impl FnMut(usize) -> T) -> Result<Box<[T]>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory)?;
+    v.extend((0..n).map(f));
+    // Length equals capacity (reserved exactly): no reallocation here.
+    Ok(v.into_boxed_slice())
+}
+
+/// A shared, reference-counted value whose allocation is fallible (`Arc::try_new` is not
+/// stable): [`try_new`](Self::try_new), `Clone` (one more reference), `Deref`, and the last
+/// drop frees it. The counting is `Arc`'s.
+#[cfg(feature = "std")]
+pub(crate) struct TryArc<T> {
+    ptr: NonNull<ArcBox<T>>,
+}
+
+#[cfg(feature = "std")]
+struct ArcBox<T> {
+    refs: AtomicUsize,
+    value: T,
+}
+
+// SAFETY: as `Arc<T>`: the value is shared between threads (needs Sync) and dropped on
+// whichever thread drops the last reference (needs Send).
+#[cfg(feature = "std")]
+unsafe impl<T: Send + Sync> Send for TryArc<T> {}
+// SAFETY: as above.
+#[cfg(feature = "std")]
+unsafe impl<T: Send + Sync> Sync for TryArc<T> {}
+
+#[cfg(feature = "std")]
+impl<T> TryArc<T> {
+    pub(crate) fn try_new(value: T) -> Result<Self, Error> {
+        let boxed = try_box(ArcBox { refs: AtomicUsize::new(1), value })?;
+        Ok(Self { ptr: NonNull::from(Box::leak(boxed)) })
+    }
+
+    fn inner(&self) -> &ArcBox<T> {
+        // SAFETY: alive while any reference, such as ours, exists.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T> Clone for TryArc<T> {
+    fn clone(&self) -> Self {
+        // Relaxed: a new reference from an existing one (as `Arc::clone`).
+        let old = self.inner().refs.fetch_add(1, Ordering::Relaxed);
+        assert!(old < usize::MAX / 2, "TryArc reference count overflow");
+        Self { ptr: self.ptr }
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T> core::ops::Deref for TryArc<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner().value
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T> Drop for TryArc<T> {
+    fn drop(&mut self) {
+        // Release: our uses happen before the free; the last one's Acquire sees them all.
+        if self.inner().refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: the last reference; the box came from `try_box` in `try_new`.
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T: core::fmt::Debug> core::fmt::Debug for TryArc<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::{AtomicUsize, Ordering};
+
+    #[test]
+    fn try_box_and_slice_hold_their_values() {
+        assert_eq!(*try_box(7u64).unwrap(), 7);
+        assert_eq!(*try_box(()).unwrap(), ());
+        assert_eq!(&*try_boxed_slice(4, |i| i * 2).unwrap(), &[0, 2, 4, 6]);
+        assert_eq!(try_boxed_slice(usize::MAX / 8, |_| 0u64).unwrap_err(), Error::OutOfMemory);
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn try_arc_frees_on_the_last_drop() {
+        struct Counted<'a>(&'a AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let drops = AtomicUsize::new(0);
+        let a = TryArc::try_new(Counted(&drops)).unwrap();
+        let b = a.clone();
+        drop(a);
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        drop(b);
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+    }
+}
