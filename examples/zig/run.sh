@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds and runs the Zig host (examples/zig/main.zig) against libpool.a and include/pool.h.
 #   sh examples/zig/run.sh [LIBPOOL] [OUTDIR]
-# Needs Zig 0.17 as `zig` on PATH or as the PyPI package (`pip install ziglang`).
-# Exits 0 with a "SKIP: ..." line if no Zig can be found (and only then).
+# Needs Zig 0.17 as `zig` on PATH or as the PyPI package; installs the latter when neither is
+# there (scripts/tools.sh zig) and fails naming what is missing when that fails.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=${1:-$ROOT/target/release/libpool.a}
@@ -14,21 +14,14 @@ case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 is_017() { case $($1 version 2>/dev/null) in 0.17.*) return 0 ;; *) return 1 ;; esac; }
 find_zig() {
     if [ -n "${ZIG:-}" ] && is_017 "$ZIG"; then return 0; fi
-    for z in "python3 -m ziglang" zig; do
+    for z in zig "python3 -m ziglang"; do
         if is_017 "$z"; then ZIG=$z; return 0; fi
     done
     return 1
 }
 if ! find_zig; then
-    echo "zig: no Zig 0.17 found; trying: python3 -m pip install 'ziglang>=0.17,<0.18'"
-    if ! python3 -m pip install --quiet --disable-pip-version-check 'ziglang>=0.17,<0.18' >/dev/null 2>&1; then
-        echo "SKIP: zig example: Zig 0.17 is not installed and 'pip install ziglang' failed (no network or no pip)"
-        exit 0
-    fi
-    if ! find_zig; then
-        echo "SKIP: zig example: 'pip install ziglang' succeeded but 'python3 -m ziglang version' does not run Zig 0.17"
-        exit 0
-    fi
+    sh "$ROOT/scripts/tools.sh" zig
+    find_zig || { echo "FAIL: zig example: no Zig 0.17 after 'sh scripts/tools.sh zig'"; exit 1; }
 fi
 echo "zig: $($ZIG version) ($ZIG)"
 mkdir -p "$OUT"
