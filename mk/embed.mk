@@ -19,7 +19,7 @@ INCLUDEDIR   ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR      ?=
 INSTALL      ?= install
-POOL_VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
+POOL_VERSION ?= $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 NOSTD_EXAMPLE_DIR := target/nostd-example
 
 .PHONY: install uninstall test-install test-zig test-nostd-example test-host-platform footprint
