@@ -21,16 +21,15 @@
 #define POOL_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
+/** The version of pool.h (the package version): compare with `pool_version()` at run time. */
+#define POOL_VERSION_MAJOR 0
+/** See POOL_VERSION_MAJOR. */
+#define POOL_VERSION_MINOR 1
+/** See POOL_VERSION_MAJOR. */
+#define POOL_VERSION_PATCH 0
+/** The version as a string, "MAJOR.MINOR.PATCH". */
+#define POOL_VERSION_STRING "0.1.0"
 
-/**
- * The default cap (the design text's 512).
- */
-#define BlockingConfig_DEFAULT_MAX_THREADS 512
-
-/**
- * The largest cap accepted.
- */
-#define BlockingConfig_MAX_THREADS (1 << 16)
 
 /**
  * The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
@@ -435,6 +434,14 @@ void pool_destroy(struct pool *pool);
  * A static, human-readable description of a status code (never NULL).
  */
 const char *pool_status_str(int status);
+
+/**
+ * The library's version, "MAJOR.MINOR.PATCH" (the package version it was built from; never
+ * NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
+ * was compiled against: within one major version (one minor version while the major is 0) a
+ * newer library runs programs built against an older header (README, "ABI policy").
+ */
+const char *pool_version(void);
 
 /**
  * Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack).

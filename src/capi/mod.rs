@@ -331,3 +331,12 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
     };
     ptr::from_ref(s).cast()
 }
+
+/// The library's version, "MAJOR.MINOR.PATCH" (the package version it was built from; never
+/// NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
+/// was compiled against: within one major version (one minor version while the major is 0) a
+/// newer library runs programs built against an older header (README, "ABI policy").
+#[no_mangle]
+pub extern "C" fn pool_version() -> *const c_char {
+    ptr::from_ref(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()).cast()
+}
