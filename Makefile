@@ -23,7 +23,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -167,7 +167,14 @@ test-fuzz: tool-fuzz
 	$(CARGO) +nightly fuzz run capi_ops \
 	  fuzz/corpus/capi_ops fuzz/seeds/capi_ops -- $(FUZZ_FLAGS)
 
-test: tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install
+# The crate as crates.io would get it: `cargo package` with its verify build (a build of the
+# packaged sources alone, default features) and the same with the C API (cbindgen in OUT_DIR).
+test-package:
+	$(CARGO) package --allow-dirty --quiet
+	$(CARGO) package --allow-dirty --quiet --no-verify --features capi
+	cd target/package/stealpool-$(POOL_VERSION) && $(CARGO) build --quiet --features capi --target-dir ../../package-capi
+
+test: tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package
 	@echo "make test: all green"
 
 verify: test
