@@ -208,6 +208,7 @@ static void host_init(struct host *h, int spawn_limit)
 static struct pool_platform host_platform(struct host *h)
 {
     struct pool_platform p;
+    pool_platform_init(&p);
     p.context = h;
     p.spawn = host_spawn;
     p.join = host_join;

@@ -37,6 +37,18 @@
 #define POOL_MAX_THREADS ((1 << 14) - 1)
 
 /**
+ * Words of reserved space at the end of every struct the caller allocates and the library
+ * reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
+ * `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+ * structs keep their size and layout and a program built against an older pool.h keeps
+ * working with a newer library (README, "ABI policy"). In structs the library reads, they
+ * must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
+ * that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
+ * library fills, it writes 0 there.
+ */
+#define POOL_RESERVED_WORDS 8
+
+/**
  * `pool_config.idle_spins` as `pool_config_init` sets it.
  */
 #define POOL_DEFAULT_IDLE_SPINS 256
@@ -141,6 +153,10 @@ struct pool_config {
    * POOL_MAX_IDLE_SPINS.
    */
   uint32_t idle_spins;
+  /**
+   * Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 /**
@@ -179,6 +195,10 @@ struct pool_blocking_config {
    * and at most 1 GiB.
    */
   size_t stack_size;
+  /**
+   * Reserved for fields of later minor versions: 0 (as `pool_blocking_config_init` leaves it).
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 /**
@@ -248,6 +268,10 @@ struct pool_blocking_metrics {
    * The most threads at once since the pool was created.
    */
   size_t peak_threads;
+  /**
+   * Reserved for counters of later minor versions; written as 0.
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 /**
@@ -269,7 +293,8 @@ typedef void (*pool_thread_entry)(void *arg);
 
 /**
  * A platform provided by the host: how to start threads and how to block and wake them.
- * Every function pointer must be non-NULL (`pool_create_with_platform` returns
+ * Start from `pool_platform_init` (everything NULL, reserved words 0), then set every
+ * function pointer: all must be non-NULL (`pool_create_with_platform` returns
  * POOL_ERR_INVALID otherwise); `context` may be anything, it is passed back unchanged.
  *
  * All callbacks may be called from any thread, concurrently, and must not call back into
@@ -316,6 +341,10 @@ struct pool_platform {
    * Called from any thread.
    */
   void (*unpark)(void *context, void *parker);
+  /**
+   * Reserved for callbacks of later minor versions: 0 (as `pool_platform_init` leaves it).
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 /**
@@ -370,6 +399,10 @@ struct pool_stats {
    * Thread starts that failed (0 from `pool_worker_stats`).
    */
   size_t spawn_failures;
+  /**
+   * Reserved for counters of later minor versions; written as 0.
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 #ifdef __cplusplus
@@ -377,15 +410,16 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS).
- * NULL: no-op.
+ * Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
+ * reserved words 0). NULL: no-op.
  */
 void pool_config_init(struct pool_config *config);
 
 /**
  * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
  * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
- * Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+ * Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
+ * word (`*out` untouched).
  */
 int pool_create(const struct pool_config *config, struct pool **out);
 
@@ -444,7 +478,8 @@ const char *pool_status_str(int status);
 const char *pool_version(void);
 
 /**
- * Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack).
+ * Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack,
+ * reserved words 0).
  * NULL: no-op.
  */
 void pool_blocking_config_init(struct pool_blocking_config *config);
@@ -570,12 +605,18 @@ int pool_latch_wait_global(struct pool_latch *latch);
 int pool_fork(struct pool *pool, struct task *task);
 
 /**
+ * Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
+ * NULL: no-op.
+ */
+void pool_platform_init(struct pool_platform *platform);
+
+/**
  * Creates a pool whose threads, parking and waking come from the host's `platform`
  * (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
  * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
  * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
- * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
- * an out-of-range config field (`*out` untouched).
+ * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+ * non-zero reserved word, or an out-of-range config field (`*out` untouched).
  */
 int pool_create_with_platform(const struct pool_config *config,
                               const struct pool_platform *platform,

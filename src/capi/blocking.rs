@@ -12,7 +12,7 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, status, CTask, MAX_STACK, MIN_STACK};
+use super::{boundary, reserved_clear, status, CTask, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::blocking::global_blocking_if_built;
 use crate::{configure_global_blocking, global_blocking, ThreadSpawner};
@@ -78,6 +78,8 @@ pub struct pool_blocking_config {
     /// Stack size of each thread in bytes; 0 = the system default, otherwise at least 16384
     /// and at most 1 GiB.
     pub stack_size: usize,
+    /// Reserved for fields of later minor versions: 0 (as `pool_blocking_config_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 /// Counters of a blocking pool, read without any lock (each field individually up to date).
@@ -102,6 +104,8 @@ pub struct pool_blocking_metrics {
     pub spawn_failures: usize,
     /// The most threads at once since the pool was created.
     pub peak_threads: usize,
+    /// Reserved for counters of later minor versions; written as 0.
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 impl From<BlockingMetrics> for pool_blocking_metrics {
@@ -116,6 +120,7 @@ impl From<BlockingMetrics> for pool_blocking_metrics {
             threads_exited: m.threads_exited,
             spawn_failures: m.spawn_failures,
             peak_threads: m.peak_threads,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
@@ -149,7 +154,8 @@ fn checked_blocking_task(task: *mut pool_blocking_task) -> Option<NonNull<Blocki
     Some(task.cast())
 }
 
-/// Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack).
+/// Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack,
+/// reserved words 0).
 /// NULL: no-op.
 #[no_mangle]
 pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
@@ -159,6 +165,7 @@ pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
             max_threads: d.max_threads,
             keep_alive_ms: usize::try_from(d.keep_alive.as_millis()).unwrap_or(usize::MAX),
             stack_size: 0,
+            reserved: [0; POOL_RESERVED_WORDS],
         };
         // SAFETY: non-null; the caller passes a writable `struct pool_blocking_config`.
         unsafe { config.as_ptr().write(value) };
@@ -193,9 +200,11 @@ pub extern "C" fn pool_blocking_task_init(
     })
 }
 
-/// The core configuration for a C one; `None` for an out-of-range field.
+/// The core configuration for a C one; `None` for an out-of-range field or a non-zero
+/// reserved word.
 fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     if config.max_threads > BlockingConfig::MAX_THREADS
+        || !reserved_clear(&config.reserved)
         || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
     {
         return None;

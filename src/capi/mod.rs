@@ -95,6 +95,23 @@ pub struct PoolConfig {
     /// `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
     /// POOL_MAX_IDLE_SPINS.
     pub idle_spins: u32,
+    /// Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
+}
+
+/// Words of reserved space at the end of every struct the caller allocates and the library
+/// reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
+/// `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+/// structs keep their size and layout and a program built against an older pool.h keeps
+/// working with a newer library (README, "ABI policy"). In structs the library reads, they
+/// must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
+/// that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
+/// library fills, it writes 0 there.
+pub const POOL_RESERVED_WORDS: usize = 8;
+
+/// True when every reserved word is 0; see [`POOL_RESERVED_WORDS`].
+fn reserved_clear(words: &[usize]) -> bool {
+    words.iter().all(|&w| w == 0)
 }
 
 /// `pool_config.idle_spins` as `pool_config_init` sets it.
@@ -181,8 +198,8 @@ fn checked_batch(first: *mut CTask) -> Option<Batch> {
     Some(batch)
 }
 
-/// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS).
-/// NULL: no-op.
+/// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
+/// reserved words 0). NULL: no-op.
 #[no_mangle]
 pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
     if let Some(config) = NonNull::new(config) {
@@ -192,12 +209,18 @@ pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
 }
 
 impl PoolConfig {
-    const DEFAULT: Self = Self { max_threads: 0, stack_size: 0, idle_spins: POOL_DEFAULT_IDLE_SPINS };
+    const DEFAULT: Self = Self {
+        max_threads: 0,
+        stack_size: 0,
+        idle_spins: POOL_DEFAULT_IDLE_SPINS,
+        reserved: [0; POOL_RESERVED_WORDS],
+    };
 }
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
 /// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
-/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field (`*out` untouched).
+/// Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
+/// word (`*out` untouched).
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
     boundary(|| create_with(config, out, platform::CSpawner::std()))
@@ -214,6 +237,7 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     if config.max_threads > MAX_THREADS
         || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
         || config.idle_spins > POOL_MAX_IDLE_SPINS
+        || !reserved_clear(&config.reserved)
     {
         return POOL_ERR_INVALID;
     }

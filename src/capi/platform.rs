@@ -29,7 +29,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::{create_with, pool_status, Pool, PoolConfig};
+use super::{create_with, pool_status, reserved_clear, Pool, PoolConfig, POOL_RESERVED_WORDS};
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::{DefaultParker, ThreadSpawner};
 
@@ -37,7 +37,8 @@ use crate::{DefaultParker, ThreadSpawner};
 pub type pool_thread_entry = unsafe extern "C" fn(arg: *mut c_void);
 
 /// A platform provided by the host: how to start threads and how to block and wake them.
-/// Every function pointer must be non-NULL (`pool_create_with_platform` returns
+/// Start from `pool_platform_init` (everything NULL, reserved words 0), then set every
+/// function pointer: all must be non-NULL (`pool_create_with_platform` returns
 /// POOL_ERR_INVALID otherwise); `context` may be anything, it is passed back unchanged.
 ///
 /// All callbacks may be called from any thread, concurrently, and must not call back into
@@ -71,6 +72,29 @@ pub struct pool_platform {
     /// Makes a token available (at most one; extra unparks merge) and wakes the parked thread.
     /// Called from any thread.
     pub unpark: Option<unsafe extern "C" fn(context: *mut c_void, parker: *mut c_void)>,
+    /// Reserved for callbacks of later minor versions: 0 (as `pool_platform_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
+}
+
+/// Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
+/// NULL: no-op.
+#[no_mangle]
+pub extern "C" fn pool_platform_init(platform: *mut pool_platform) {
+    if let Some(platform) = NonNull::new(platform) {
+        let value = pool_platform {
+            context: core::ptr::null_mut(),
+            spawn: None,
+            join: None,
+            parker_new: None,
+            parker_free: None,
+            park: None,
+            park_timeout: None,
+            unpark: None,
+            reserved: [0; POOL_RESERVED_WORDS],
+        };
+        // SAFETY: non-null; the caller passes a writable `struct pool_platform`.
+        unsafe { platform.as_ptr().write(value) };
+    }
 }
 
 type SpawnFn = unsafe extern "C" fn(*mut c_void, pool_thread_entry, *mut c_void, usize) -> c_int;
@@ -103,8 +127,12 @@ unsafe impl Send for HostFns {}
 unsafe impl Sync for HostFns {}
 
 impl HostFns {
-    /// Checks every pointer; `None` if any callback is NULL.
+    /// Checks every pointer and the reserved words; `None` if any callback is NULL or a
+    /// reserved word is not 0.
     fn new(p: &pool_platform) -> Option<Self> {
+        if !reserved_clear(&p.reserved) {
+            return None;
+        }
         Some(Self {
             context: p.context,
             spawn: p.spawn?,
@@ -330,8 +358,8 @@ unsafe impl Spawner for CSpawner {
 /// (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
 /// `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
 /// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
-/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
-/// an out-of-range config field (`*out` untouched).
+/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+/// non-zero reserved word, or an out-of-range config field (`*out` untouched).
 #[no_mangle]
 pub extern "C" fn pool_create_with_platform(
     config: *const PoolConfig,

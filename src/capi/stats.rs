@@ -6,7 +6,7 @@
 use core::ffi::c_int;
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, Pool};
+use super::{borrow, boundary, Pool, POOL_RESERVED_WORDS};
 use crate::{global, Stats, WorkerStats};
 
 use super::pool_status::*;
@@ -41,6 +41,8 @@ pub struct pool_stats {
     pub injector_fetches: usize,
     /// Thread starts that failed (0 from `pool_worker_stats`).
     pub spawn_failures: usize,
+    /// Reserved for counters of later minor versions; written as 0.
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 impl From<Stats> for pool_stats {
@@ -57,6 +59,7 @@ impl From<Stats> for pool_stats {
             lifo_hits: s.lifo_hits,
             injector_fetches: s.injector_fetches,
             spawn_failures: s.spawn_failures,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
@@ -72,7 +75,10 @@ impl pool_stats {
             parks: w.parks,
             lifo_hits: w.lifo_hits,
             injector_fetches: w.injector_fetches,
-            ..Self::default()
+            threads: 0,
+            idle_threads: 0,
+            spawn_failures: 0,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
