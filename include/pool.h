@@ -154,6 +154,30 @@ struct pool_config {
    */
   uint32_t idle_spins;
   /**
+   * Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
+   * keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is
+   * copied by `pool_create`. `pool_create_with_platform` requires NULL (the host names its
+   * own threads).
+   */
+  const char *thread_name_prefix;
+  /**
+   * Called as `on_thread_start(hook_context)` on each worker thread when it starts, before
+   * it runs any task: set up thread-locals, CPU affinity, a profiler. NULL: none.
+   * `pool_create_with_platform` requires NULL.
+   */
+  void (*on_thread_start)(void *context);
+  /**
+   * Called as `on_thread_stop(hook_context)` on each worker thread after its last task,
+   * just before it exits (by `pool_shutdown` / `pool_destroy` at the latest). NULL: none.
+   * `pool_create_with_platform` requires NULL.
+   */
+  void (*on_thread_stop)(void *context);
+  /**
+   * Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
+   * threads at once.
+   */
+  void *hook_context;
+  /**
    * Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
    */
   size_t reserved[POOL_RESERVED_WORDS];
@@ -561,6 +585,30 @@ int pool_blocking_global_configure(const struct pool_blocking_config *config);
  * use; reading them does not build the pool). POOL_ERR_INVALID for NULL.
  */
 int pool_blocking_global_metrics(struct pool_blocking_metrics *out);
+
+/**
+ * Submits `func(arg)` to `pool`: called exactly once, on one of its threads. Allocates one
+ * small block per call (freed before `func` runs); when that fails nothing is queued and it
+ * returns POOL_ERR_NOMEM. POOL_ERR_INVALID for a NULL pool or `func`; after `pool_shutdown`,
+ * POOL_ERR_SHUTDOWN (except from the pool's own tasks), as `pool_submit_to`. On any error
+ * `func` is never called. `arg` is passed through untouched (NULL is fine).
+ */
+int pool_submit_fn(struct pool *pool, void (*func)(void *arg), void *arg);
+
+/**
+ * Calls `func(ctx, begin, end)` on disjoint chunks `[begin, end)` that together cover
+ * `[0, n)`, in parallel on `pool`'s threads, and returns when every call has returned
+ * (dispatch_apply; rayon's `par_iter` over a range). Each chunk holds at most `grain`
+ * indices; `grain` 0 picks one (about four chunks per worker). Built on fork-join: on one of
+ * `pool`'s threads the caller runs chunks itself while it waits; elsewhere it blocks. `func`
+ * is called from several threads at once and must not unwind. `n` 0 calls nothing.
+ * POOL_ERR_INVALID for a NULL pool or `func`.
+ */
+int pool_parallel_for(struct pool *pool,
+                      size_t n,
+                      size_t grain,
+                      void (*func)(void *ctx, size_t begin, size_t end),
+                      void *ctx);
 
 /**
  * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing

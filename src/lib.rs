@@ -53,6 +53,7 @@ mod blocking;
 mod join;
 mod latch;
 mod panic;
+mod parallel;
 mod platform;
 mod queue;
 pub mod runtime;

@@ -517,9 +517,21 @@ impl Driver {
     }
 
     fn pool_config(&self, inp: &mut Input, live: bool) -> (PoolConfig, bool) {
-        let mut cfg = PoolConfig { max_threads: 7, stack_size: 7, idle_spins: 7, reserved: [7; POOL_RESERVED_WORDS] };
+        let mut cfg = PoolConfig {
+            max_threads: 7,
+            stack_size: 7,
+            idle_spins: 7,
+            thread_name_prefix: 7 as *const _,
+            on_thread_start: None,
+            on_thread_stop: None,
+            hook_context: 7 as *mut _,
+            reserved: [7; POOL_RESERVED_WORDS],
+        };
         pool_config_init(&mut cfg);
-        if cfg.max_threads != 0 || cfg.stack_size != 0 || cfg.idle_spins != POOL_DEFAULT_IDLE_SPINS || cfg.reserved != [0; POOL_RESERVED_WORDS] {
+        if cfg.max_threads != 0 || cfg.stack_size != 0 || cfg.idle_spins != POOL_DEFAULT_IDLE_SPINS || cfg.reserved != [0; POOL_RESERVED_WORDS]
+            || !cfg.thread_name_prefix.is_null()
+            || !cfg.hook_context.is_null()
+        {
             fail!("pool_config_init left {cfg:?}, want the defaults");
         }
         // Live pools stay small (the CPUs, or 1 to 4 threads) with stacks big enough for the
@@ -906,7 +918,7 @@ impl Driver {
     fn op_null(&mut self, inp: &mut Input) {
         let live = self.slots.iter().flatten().next().map(|s| s.pool);
         let mut latch = PoolLatch { opaque: [0; POOL_LATCH_WORDS] };
-        let cfg = PoolConfig { max_threads: 0, stack_size: 0, idle_spins: 0, reserved: [0; POOL_RESERVED_WORDS] };
+        let cfg = PoolConfig { idle_spins: 0, ..pool_config_default() };
         let mut out = ptr::dangling_mut::<Pool>();
         let mut task = CTask { next: null_mut(), callback: None };
         let mut metrics = pool_blocking_metrics::default();
@@ -1253,3 +1265,11 @@ fuzz_target!(|data: &[u8]| {
     drop(unsafe { Box::from_raw(st) });
     thread_check();
 });
+
+/// `pool_config_init`'s defaults, as a value.
+fn pool_config_default() -> PoolConfig {
+    let mut cfg = core::mem::MaybeUninit::<PoolConfig>::uninit();
+    pool_config_init(cfg.as_mut_ptr());
+    // SAFETY: pool_config_init writes every field.
+    unsafe { cfg.assume_init() }
+}

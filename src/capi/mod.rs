@@ -11,7 +11,7 @@
 //! `struct task *` is handed to the core as a `*mut Task` without conversion.
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_int};
+use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{self, NonNull};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -46,6 +46,8 @@ pub enum pool_status {
 use pool_status::*;
 
 mod blocking;
+mod convenience;
+pub use convenience::*;
 mod latch;
 pub use latch::*;
 pub use blocking::*;
@@ -95,6 +97,22 @@ pub struct PoolConfig {
     /// `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
     /// POOL_MAX_IDLE_SPINS.
     pub idle_spins: u32,
+    /// Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
+    /// keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is
+    /// copied by `pool_create`. `pool_create_with_platform` requires NULL (the host names its
+    /// own threads).
+    pub thread_name_prefix: *const c_char,
+    /// Called as `on_thread_start(hook_context)` on each worker thread when it starts, before
+    /// it runs any task: set up thread-locals, CPU affinity, a profiler. NULL: none.
+    /// `pool_create_with_platform` requires NULL.
+    pub on_thread_start: Option<unsafe extern "C" fn(context: *mut c_void)>,
+    /// Called as `on_thread_stop(hook_context)` on each worker thread after its last task,
+    /// just before it exits (by `pool_shutdown` / `pool_destroy` at the latest). NULL: none.
+    /// `pool_create_with_platform` requires NULL.
+    pub on_thread_stop: Option<unsafe extern "C" fn(context: *mut c_void)>,
+    /// Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
+    /// threads at once.
+    pub hook_context: *mut c_void,
     /// Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
     pub reserved: [usize; POOL_RESERVED_WORDS],
 }
@@ -213,6 +231,10 @@ impl PoolConfig {
         max_threads: 0,
         stack_size: 0,
         idle_spins: POOL_DEFAULT_IDLE_SPINS,
+        thread_name_prefix: ptr::null(),
+        on_thread_start: None,
+        on_thread_stop: None,
+        hook_context: ptr::null_mut(),
         reserved: [0; POOL_RESERVED_WORDS],
     };
 }
@@ -223,11 +245,12 @@ impl PoolConfig {
 /// word (`*out` untouched).
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
-    boundary(|| create_with(config, out, platform::CSpawner::std()))
+    boundary(|| create_with(config, out, None))
 }
 
-/// `pool_create` on any platform: checks `out` and `config`, builds the pool, writes `*out`.
-fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform::CSpawner) -> pool_status {
+/// `pool_create` on any platform (`host`: the host's; `None`: OS threads named and hooked as
+/// `config` says): checks `out` and `config`, builds the pool, writes `*out`.
+fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: Option<platform::CSpawner>) -> pool_status {
     let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
     let config = match NonNull::new(config.cast_mut()) {
         // SAFETY: non-null; the caller passes a readable `struct pool_config`.
@@ -241,6 +264,17 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     {
         return POOL_ERR_INVALID;
     }
+    let spawner = match host {
+        Some(host) => {
+            if !config.thread_name_prefix.is_null() || config.on_thread_start.is_some() || config.on_thread_stop.is_some()
+            {
+                return POOL_ERR_INVALID;
+            }
+            host
+        }
+        // SAFETY: the caller passes NULL or a NUL-terminated string as the prefix (pool.h).
+        None => unsafe { platform::CSpawner::std(&config) },
+    };
     let config = Config { max_threads: config.max_threads, stack_size: config.stack_size, idle_spins: config.idle_spins };
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {

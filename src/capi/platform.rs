@@ -172,9 +172,47 @@ impl core::fmt::Debug for CSpawner {
 }
 
 impl CSpawner {
-    /// The OS-thread platform of `pool_create`.
-    pub(crate) fn std() -> Self {
-        Self::Std(ThreadSpawner::new())
+    /// The OS-thread platform of `pool_create`, its threads named and hooked as `config` says.
+    ///
+    /// # Safety
+    /// `config.thread_name_prefix` is NULL or a NUL-terminated string; the hooks may be called
+    /// with `hook_context` on any thread, concurrently (pool.h).
+    pub(crate) unsafe fn std(config: &PoolConfig) -> Self {
+        let spawner = if config.thread_name_prefix.is_null() {
+            ThreadSpawner::new()
+        } else {
+            // SAFETY: the caller's contract.
+            let prefix = unsafe { core::ffi::CStr::from_ptr(config.thread_name_prefix) };
+            ThreadSpawner::name_prefix(prefix.to_string_lossy())
+        };
+        let context = HookContext(config.hook_context);
+        let spawner = match config.on_thread_start {
+            // SAFETY: the caller's contract.
+            Some(f) => spawner.on_thread_start(move || unsafe { f(context.get()) }),
+            None => spawner,
+        };
+        let spawner = match config.on_thread_stop {
+            // SAFETY: the caller's contract.
+            Some(f) => spawner.on_thread_stop(move || unsafe { f(context.get()) }),
+            None => spawner,
+        };
+        Self::Std(spawner)
+    }
+}
+
+/// `pool_config.hook_context`, handed to the hooks on every worker thread.
+#[derive(Clone, Copy)]
+struct HookContext(*mut c_void);
+
+// SAFETY: pool.h makes the hooks callable with `hook_context` from any thread, concurrently.
+unsafe impl Send for HookContext {}
+// SAFETY: as above.
+unsafe impl Sync for HookContext {}
+
+impl HookContext {
+    /// The pointer (a method, so closures capture the whole Send + Sync wrapper).
+    fn get(self) -> *mut c_void {
+        self.0
     }
 }
 
@@ -371,6 +409,6 @@ pub extern "C" fn pool_create_with_platform(
         // SAFETY: non-null; the caller passes a readable `struct pool_platform`.
         let platform = unsafe { platform.as_ptr().read() };
         let Some(fns) = HostFns::new(&platform) else { return pool_status::POOL_ERR_INVALID };
-        create_with(config, out, CSpawner::Host(Arc::new(fns)))
+        create_with(config, out, Some(CSpawner::Host(Arc::new(fns))))
     })
 }
