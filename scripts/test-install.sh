@@ -1,7 +1,7 @@
 #!/bin/sh
 # `make install` into a temporary prefix, check what was installed (links, soname, exported
 # symbols, no debug info), then build and run programs against the installed copy only:
-#   * README's C and C++ programs (README.md's "### C" and "### C++" under "## Hosts", so the
+#   * README's C and C++ programs (README.md's "### C" under "## Quick start" and "### C++" under "## Hosts", so the
 #     docs cannot drift from what works) with `pkg-config --libs pool-static` (libpool.a);
 #   * examples/cmake/main.c with `pkg-config --libs pool` (libpool.so), run through an rpath
 #     and, built without one, through LD_LIBRARY_PATH;
