@@ -195,13 +195,15 @@ verify: test
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
-# libpool.a first: the c_spawn workload's C program links it (bench/build.rs).
+# libpool.a first: the c_spawn workload's C program links it (bench/build.rs). The chart needs
+# matplotlib (bench/requirements.txt): checked first, never installed silently.
 BENCH_RUNS ?= 5
 bench: $(LIB)
+	@python3 -c 'import matplotlib' 2>/dev/null || { echo "make bench: the chart needs matplotlib:" \
+	  "python3 -m pip install -r bench/requirements.txt (nothing is installed for you)"; exit 1; }
 	@mkdir -p bench/results
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- all --runs $(BENCH_RUNS) \
 	  --markdown bench/results/latest.md --json bench/results/latest.json
-	python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
 	python3 bench/plot.py bench/results/latest.json bench/results/ratios.png
 	cat bench/NOTES.md bench/results/latest.md > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md and bench/results/ratios.png"
