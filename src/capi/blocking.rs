@@ -21,12 +21,15 @@ use super::pool_status::*;
 
 /// Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
 /// started (instead of calling its `cancel` callback).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_MANDATORY: c_uint = 1;
 static_assertions::const_assert_eq!(POOL_BLOCKING_MANDATORY, BlockingTask::MANDATORY);
 
 /// The default `max_threads` of a blocking pool (what 0 means).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_DEFAULT_MAX_THREADS: usize = 512;
 /// The largest `max_threads` of a blocking pool.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_MAX_THREADS: usize = 65536;
 
 static_assertions::const_assert_eq!(POOL_BLOCKING_DEFAULT_MAX_THREADS, BlockingConfig::DEFAULT_MAX_THREADS);
@@ -41,6 +44,7 @@ static_assertions::const_assert_eq!(POOL_BLOCKING_MAX_THREADS, BlockingConfig::M
 /// is neither mandatory nor without a `cancel` callback. The struct must stay valid and
 /// unmodified from submit until that call starts; from then on the pool does not touch it
 /// (the callback may free it).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct pool_blocking_task {
@@ -67,6 +71,7 @@ mod layout {
 }
 
 /// Configuration for `pool_blocking_create`. Initialise with `pool_blocking_config_init`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pool_blocking_config {
@@ -83,6 +88,7 @@ pub struct pool_blocking_config {
 }
 
 /// Counters of a blocking pool, read without any lock (each field individually up to date).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct pool_blocking_metrics {
@@ -127,6 +133,7 @@ impl From<BlockingMetrics> for pool_blocking_metrics {
 
 /// An opaque blocking pool created by `pool_blocking_create` and freed by
 /// `pool_blocking_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[derive(Debug)]
 pub struct pool_blocking {
     _private: [u8; 0],
@@ -157,6 +164,7 @@ fn checked_blocking_task(task: *mut pool_blocking_task) -> Option<NonNull<Blocki
 /// Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack,
 /// reserved words 0).
 /// NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
     if let Some(config) = NonNull::new(config) {
@@ -176,6 +184,7 @@ pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
 /// cancelled and runs even at shutdown) and `flags` (0 or POOL_BLOCKING_MANDATORY).
 /// Returns POOL_ERR_INVALID (and leaves `*task` untouched) for a NULL task or callback or an
 /// unknown flag.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_task_init(
     task: *mut pool_blocking_task,
@@ -221,6 +230,7 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
 /// pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
 /// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field
 /// (`*out` untouched).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out: *mut *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -250,6 +260,7 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
 /// not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
 /// unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
 /// thread and none could be started).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
@@ -264,6 +275,7 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
 /// Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
 /// `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
 /// so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
@@ -279,6 +291,7 @@ pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
 /// had its callback called when this returns. Returns POOL_ERR_SHUTDOWN if already shut down,
 /// POOL_ERR_INVALID for NULL or when called from one of the pool's own threads. The pool stays
 /// allocated: free it with `pool_blocking_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -291,6 +304,7 @@ pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
 /// Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
 /// NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
 /// pool is left alone). Destroying a pool twice is undefined.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
     let _ = boundary(|| {
@@ -307,6 +321,7 @@ pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
 
 /// Reads `pool`'s counters into `*out` without taking any lock. POOL_ERR_INVALID for a NULL
 /// argument.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut pool_blocking_metrics) -> c_int {
     boundary(|| {
@@ -329,6 +344,7 @@ pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut po
 /// POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
 /// call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
 /// field (nothing changed).
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_config) -> c_int {
     boundary(|| {
@@ -341,6 +357,7 @@ pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_co
 
 /// Reads the process-wide blocking pool's counters into `*out` (all zero before its first
 /// use; reading them does not build the pool). POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_metrics(out: *mut pool_blocking_metrics) -> c_int {
     boundary(|| {

@@ -35,6 +35,7 @@ unsafe extern "C" fn run_fn_task(task: *mut CTask) {
 /// returns POOL_ERR_NOMEM. POOL_ERR_INVALID for a NULL pool or `func`; after `pool_shutdown`,
 /// POOL_ERR_SHUTDOWN (except from the pool's own tasks), as `pool_submit_to`. On any error
 /// `func` is never called. `arg` is passed through untouched (NULL is fine).
+#[cfg_attr(doc, doc = include_str!("examples/convenience.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_fn(
     pool: *mut Pool,
@@ -87,6 +88,7 @@ impl ForBody {
 /// `pool`'s threads the caller runs chunks itself while it waits; elsewhere it blocks. `func`
 /// is called from several threads at once and must not unwind. `n` 0 calls nothing.
 /// POOL_ERR_INVALID for a NULL pool or `func`.
+#[cfg_attr(doc, doc = include_str!("examples/convenience.md"))]
 #[no_mangle]
 pub extern "C" fn pool_parallel_for(
     pool: *mut Pool,

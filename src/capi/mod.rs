@@ -18,6 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::{global, Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
 
 /// Status codes returned by every `int` function of the C API.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum pool_status {
@@ -61,6 +62,7 @@ pub use stats::*;
 /// The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
 /// exactly once with the submitted pointer, on a pool thread; recover your struct with
 /// `POOL_CONTAINER_OF(task, struct your_struct, member)`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct CTask {
@@ -84,6 +86,7 @@ mod layout {
 }
 
 /// Configuration for `pool_create`. Initialise with `pool_config_init`, then change fields.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PoolConfig {
@@ -125,6 +128,7 @@ pub struct PoolConfig {
 /// must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
 /// that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
 /// library fills, it writes 0 there.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 pub const POOL_RESERVED_WORDS: usize = 8;
 
 /// True when every reserved word is 0; see [`POOL_RESERVED_WORDS`].
@@ -133,13 +137,16 @@ fn reserved_clear(words: &[usize]) -> bool {
 }
 
 /// `pool_config.idle_spins` as `pool_config_init` sets it.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 pub const POOL_DEFAULT_IDLE_SPINS: u32 = 256;
 /// The largest `pool_config.idle_spins` that `pool_create` accepts.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 pub const POOL_MAX_IDLE_SPINS: u32 = 1048576;
 static_assertions::const_assert_eq!(POOL_DEFAULT_IDLE_SPINS, crate::DEFAULT_IDLE_SPINS);
 static_assertions::const_assert_eq!(POOL_MAX_IDLE_SPINS, crate::MAX_IDLE_SPINS);
 
 /// An opaque pool created by `pool_create` and freed by `pool_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[derive(Debug)]
 pub struct Pool {
     _private: [u8; 0],
@@ -218,6 +225,7 @@ fn checked_batch(first: *mut CTask) -> Option<Batch> {
 
 /// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
 /// reserved words 0). NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
     if let Some(config) = NonNull::new(config) {
@@ -243,6 +251,7 @@ impl PoolConfig {
 /// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
 /// Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
 /// word (`*out` untouched).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
     boundary(|| create_with(config, out, None))
@@ -289,6 +298,7 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: Option<plat
 /// Submits one task to the global pool (started on first use, no init call needed).
 /// On POOL_OK the pool owns the task until its callback starts; on any error it was not
 /// queued and is still the caller's.
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
     boundary(|| {
@@ -300,6 +310,7 @@ pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
 
 /// Submits a NULL-terminated list of tasks (linked through `next`) to the global pool, as one
 /// batch. All or nothing: if any task is invalid, none is queued (POOL_ERR_INVALID).
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_batch(first: *mut CTask) -> c_int {
     boundary(|| {
@@ -321,6 +332,7 @@ unsafe fn borrow<'a>(pool: NonNull<Pool>) -> core::mem::ManuallyDrop<CPool> {
 /// Submits one task to `pool`. Ownership as for `pool_submit`. After `pool_shutdown`, returns
 /// POOL_ERR_SHUTDOWN (except from the pool's own tasks, whose submits are part of the queued
 /// work and still run).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
     boundary(|| {
@@ -333,6 +345,7 @@ pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
 
 /// Submits a NULL-terminated list to `pool` as one batch; all or nothing, as
 /// `pool_submit_batch`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_int {
     boundary(|| {
@@ -347,6 +360,7 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 /// Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
 /// when called from one of the pool's own tasks. The pool stays allocated: free it with
 /// `pool_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
@@ -359,6 +373,7 @@ pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
 /// Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
 /// and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
 /// is detected and ignored (the pool is left alone). Destroying a pool twice is undefined.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_destroy(pool: *mut Pool) {
     let _ = boundary(|| {
@@ -374,6 +389,7 @@ pub extern "C" fn pool_destroy(pool: *mut Pool) {
 }
 
 /// A static, human-readable description of a status code (never NULL).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
     let s: &'static [u8] = match status {
@@ -394,6 +410,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
 /// NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
 /// was compiled against: within one major version (one minor version while the major is 0) a
 /// newer library runs programs built against an older header (README, "ABI policy").
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_version() -> *const c_char {
     ptr::from_ref(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()).cast()

@@ -34,6 +34,7 @@ use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::{DefaultParker, ThreadSpawner};
 
 /// The function a host thread must run: `entry(arg)`, once, on the new thread.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 pub type pool_thread_entry = unsafe extern "C" fn(arg: *mut c_void);
 
 /// A platform provided by the host: how to start threads and how to block and wake them.
@@ -43,6 +44,7 @@ pub type pool_thread_entry = unsafe extern "C" fn(arg: *mut c_void);
 ///
 /// All callbacks may be called from any thread, concurrently, and must not call back into
 /// the pool. They must stay callable, and `context` valid, until `pool_destroy` returns.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pool_platform {
@@ -78,6 +80,7 @@ pub struct pool_platform {
 
 /// Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
 /// NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 #[no_mangle]
 pub extern "C" fn pool_platform_init(platform: *mut pool_platform) {
     if let Some(platform) = NonNull::new(platform) {
@@ -398,6 +401,7 @@ unsafe impl Spawner for CSpawner {
 /// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
 /// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
 /// non-zero reserved word, or an out-of-range config field (`*out` untouched).
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 #[no_mangle]
 pub extern "C" fn pool_create_with_platform(
     config: *const PoolConfig,

@@ -15,6 +15,7 @@ use super::pool_status::*;
 /// (`pool_worker_stats`). Read without any lock: each field is some recent value of its
 /// counter, exact once the pool is quiet (for example after `pool_shutdown`). Counts since the
 /// pool was created.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct pool_stats {
@@ -86,6 +87,7 @@ impl pool_stats {
 /// Reads `pool`'s counters (every worker's summed, and the pool-wide ones) into `*out`,
 /// without any lock. POOL_ERR_INVALID for a NULL argument (`*out` untouched). Callable from
 /// any thread, the pool's own tasks included, before and after `pool_shutdown`.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[no_mangle]
 pub extern "C" fn pool_stats(pool: *const Pool, out: *mut pool_stats) -> c_int {
     boundary(|| {
@@ -103,6 +105,7 @@ pub extern "C" fn pool_stats(pool: *const Pool, out: *mut pool_stats) -> c_int {
 /// thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
 /// and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
 /// (`pool_stats` gives `workers`); `*out` is untouched on error.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut pool_stats) -> c_int {
     boundary(|| {
@@ -119,6 +122,7 @@ pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut p
 
 /// Reads the global pool's counters (the pool behind `pool_submit`) into `*out`, as
 /// `pool_stats`. POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_global_stats(out: *mut pool_stats) -> c_int {
     boundary(|| {
