@@ -176,7 +176,8 @@ struct pool_config {
   void (*on_thread_stop)(void *context);
   /**
    * Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
-   * threads at once.
+   * threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
+   * `pool_destroy` returns (both wait for every worker thread to exit).
    */
   void *hook_context;
   /**

@@ -114,7 +114,8 @@ pub struct PoolConfig {
     /// `pool_create_with_platform` requires NULL.
     pub on_thread_stop: Option<unsafe extern "C" fn(context: *mut c_void)>,
     /// Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
-    /// threads at once.
+    /// threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
+    /// `pool_destroy` returns (both wait for every worker thread to exit).
     pub hook_context: *mut c_void,
     /// Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
     pub reserved: [usize; POOL_RESERVED_WORDS],
