@@ -1,9 +1,12 @@
 # pool: build, demo and test entry points. `make demo` and `make test` are the contract.
 #
-#   make            build libpool.a and include/pool.h
+#   make            build libpool.a and libpool.so (target/release/)
+#   make header     copy the generated header over include/pool.h (check-header compares)
 #   make demo       build everything and run a real workload on the pool from C
 #   make test       every test: Rust, C, C++, Zig, loom, Miri, sanitizers, no_std builds,
-#                   install, header freshness (bounded: CI runs exactly this)
+#                   install, header freshness (bounded: CI runs exactly this). It first runs
+#                   `make tools`, which installs what the suites need or fails naming it:
+#                   no suite is skipped.
 #   make verify     the long versions (soak, more loom preemptions, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
 #   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
@@ -20,25 +23,38 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
-# The staticlib is built with `cargo rustc --crate-type staticlib` (not [lib] crate-type,
-# which breaks no_std cross builds). build.rs regenerates the header in the same build.
+# libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
+# cross builds). The cdylib exports only the #[no_mangle] `pool_*` functions (rustc's own export
+# list; `make test-install` checks `nm -D`) and carries the soname libpool.so.MAJOR. build.rs
+# generates the header into OUT_DIR; the build copies it to $(GEN_HEADER) (never into the
+# source tree): `make header` copies that to include/pool.h, `make check-header` compares.
+POOL_VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
+POOL_MAJOR   := $(word 1,$(subst ., ,$(POOL_VERSION)))
+SOLIB        := target/release/libpool.so
+SONAME       := libpool.so.$(POOL_MAJOR)
+GEN_HEADER   := target/release/include/pool.h
 lib: $(LIB)
-$(LIB): $(shell find src -name '*.rs') Cargo.toml build.rs cbindgen.toml
-	$(CARGO) rustc --release --lib --features capi --crate-type staticlib
-	@touch $(LIB)
-$(HEADER): $(LIB)
-header: $(LIB)
+$(LIB) $(SOLIB) $(GEN_HEADER) &: $(shell find src -name '*.rs') Cargo.toml build.rs cbindgen.toml
+	@mkdir -p $(dir $(GEN_HEADER))
+	$(CARGO) rustc --release --lib --features capi --crate-type staticlib,cdylib \
+	  --message-format=json-render-diagnostics -- -C link-arg=-Wl,-soname,$(SONAME) > target/release/capi-build.json
+	@out=$$(sed -n 's/.*"reason":"build-script-executed","package_id":"[^"]*[#/]stealpool[@#][^"]*".*"out_dir":"\([^"]*\)".*/\1/p' \
+	  target/release/capi-build.json | tail -n 1); \
+	  [ -f "$$out/pool.h" ] || { echo "no pool.h in the build script's OUT_DIR ($$out)"; exit 1; }; \
+	  cp "$$out/pool.h" $(GEN_HEADER)
+	@touch $(LIB) $(SOLIB) $(GEN_HEADER)
+
+# Copies the generated header over the committed one (the only target that writes it).
+header: $(GEN_HEADER)
+	cp $(GEN_HEADER) $(HEADER)
 
 # Fails when include/pool.h differs from what cbindgen generates now.
-check-header:
-	@mkdir -p $(BUILD)
-	POOL_HEADER_OUT=$(CURDIR)/$(BUILD)/pool.h.fresh $(CARGO) rustc --release --lib --features capi --crate-type staticlib
-	@diff -u $(HEADER) $(BUILD)/pool.h.fresh && echo "include/pool.h is up to date" \
+check-header: $(GEN_HEADER)
+	@diff -u $(HEADER) $(GEN_HEADER) && echo "include/pool.h is up to date" \
 	  || (echo "include/pool.h is stale: run 'make header' and commit it"; exit 1)
-	@touch $(LIB)
 
 $(BUILD)/%: c_tests/%.c c_tests/common.h $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)
@@ -55,23 +71,25 @@ $(BUILD)/demo: examples/c/demo.c $(LIB) $(HEADER)
 demo: $(BUILD)/demo
 	./$(BUILD)/demo
 
-# The header must also compile as plain C99 and as C++.
-$(BUILD)/header_c99.o: $(HEADER)
+# The header compiles warning-free (-Wall -Wextra -pedantic -Werror) as C99, C11 and C++11,
+# and documents every declaration (scripts/check-header-docs.sh).
+$(BUILD)/header_c99.o $(BUILD)/header_c11.o: $(BUILD)/header_%.o: $(HEADER)
 	@mkdir -p $(BUILD)
-	printf '#include "pool.h"\nint pool_header_c99_check;\n' | $(CC) -std=c99 $(CWARN) -Iinclude -x c -c - -o $@
+	printf '#include "pool.h"\nint pool_header_$*_check;\n' | $(CC) -std=$* $(CWARN) -Iinclude -x c -c - -o $@
 $(BUILD)/header_cxx.o: $(HEADER)
 	@mkdir -p $(BUILD)
-	printf '#include "pool.h"\nint pool_header_cxx_check;\n' | $(CXX) -std=c++11 -Wall -Wextra -Werror -Iinclude -x c++ -c - -o $@
+	printf '#include "pool.h"\nint pool_header_cxx_check;\n' | $(CXX) -std=c++11 $(CWARN) -Iinclude -x c++ -c - -o $@
+test-header: $(BUILD)/header_c99.o $(BUILD)/header_c11.o $(BUILD)/header_cxx.o
+	sh scripts/check-header-docs.sh $(HEADER)
 
-test-c: $(C_TESTS) $(CXX_TESTS) $(BUILD)/header_c99.o $(BUILD)/header_cxx.o
+test-c: $(C_TESTS) $(CXX_TESTS) test-header
 	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== $$t"; ./$$t; done
 
 # The C programs under valgrind memcheck at 1% scale. The global pool's threads live until
 # exit by design, so only definite leaks count.
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
-test-c-valgrind: $(C_TESTS) $(CXX_TESTS)
-	@if ! command -v valgrind >/dev/null; then echo "SKIP: valgrind not installed"; exit 0; fi; \
-	set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== valgrind $$t"; \
+test-c-valgrind: $(C_TESTS) $(CXX_TESTS) tool-valgrind
+	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== valgrind $$t"; \
 	  POOL_TEST_SCALE=0.01 $(VALGRIND) ./$$t > $(BUILD)/valgrind-$$(basename $$t).log 2>&1 \
 	  || { cat $(BUILD)/valgrind-$$(basename $$t).log; exit 1; }; tail -n 1 $(BUILD)/valgrind-$$(basename $$t).log; done
 
@@ -92,9 +110,7 @@ test-c-asan: $(LIB) $(HEADER)
 
 # ThreadSanitizer over the Rust stress and fault tests (nightly, std rebuilt instrumented).
 TSAN_SCALE ?= 0.05
-test-tsan:
-	@if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q rust-src; then \
-	  echo "SKIP: nightly rust-src not installed"; exit 0; fi; \
+test-tsan: tool-nightly
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" POOL_STRESS_SCALE=$(TSAN_SCALE) \
 	  $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
 	  --release --test stress --test faults --test latch
@@ -103,9 +119,8 @@ test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
-test-miri:
-	@if ! $(CARGO) +nightly miri --version >/dev/null 2>&1; then echo "SKIP: miri not installed (rustup component add miri --toolchain nightly)"; exit 0; fi; \
-	set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
+test-miri: tool-miri
+	@set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
 	$(CARGO) +nightly miri test --target-dir target/miri --test smoke
 
 # The API docs: rustdoc with every warning an error (broken links, links to private items),
@@ -117,13 +132,12 @@ test-doc:
 # The doc examples under Miri (isolation off: some read files). Examples on the process-wide
 # pools (files named global.rs) leave those pools' threads running at exit, by design: they
 # run in a second pass that ignores leaks. About 3 minutes on 2 cores.
-test-miri-doc:
-	@if ! $(CARGO) +nightly miri --version >/dev/null 2>&1; then echo "SKIP: miri not installed (rustup component add miri --toolchain nightly)"; exit 0; fi; \
-	set -e; MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test --target-dir target/miri --doc -- --skip /global.rs; \
+test-miri-doc: tool-miri
+	@set -e; MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test --target-dir target/miri --doc -- --skip /global.rs; \
 	MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" $(CARGO) +nightly miri test --target-dir target/miri --doc -- /global.rs
 
 NOSTD_TARGETS := thumbv7em-none-eabihf
-test-nostd:
+test-nostd: tool-targets
 	@for t in $(NOSTD_TARGETS); do echo "== no_std $$t"; \
 	  $(CARGO) rustc --lib --crate-type rlib --no-default-features --target $$t || exit 1; done
 	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
@@ -139,12 +153,10 @@ test-nostd:
 # a second thread). A leak shows in any cycle, so fewer cycles lose nothing.
 CYCLES ?= 200
 LSAN_CYCLES ?= 20
-test-cycles: $(BUILD)/cycles
+test-cycles: $(BUILD)/cycles tool-lsan
 	POOL_CYCLES=$(CYCLES) ./$(BUILD)/cycles
 	@mkdir -p $(BUILD)/lsan
-	@if ! echo 'int main(void) { return 0; }' | $(CC) -fsanitize=leak -x c - -o $(BUILD)/lsan/probe 2>/dev/null; then \
-	  echo "SKIP: $(CC) cannot link -fsanitize=leak"; exit 0; fi; \
-	set -e; $(CC) -std=c11 -O1 -g $(CWARN) -fsanitize=leak -fno-omit-frame-pointer -Iinclude c_tests/cycles.c \
+	@set -e; $(CC) -std=c11 -O1 -g $(CWARN) -fsanitize=leak -fno-omit-frame-pointer -Iinclude c_tests/cycles.c \
 	  $(LIB) $(LDLIBS) -o $(BUILD)/lsan/cycles; \
 	echo "== lsan $(BUILD)/lsan/cycles"; POOL_CYCLES=$(LSAN_CYCLES) ./$(BUILD)/lsan/cycles
 
@@ -153,14 +165,24 @@ test-cycles: $(BUILD)/cycles
 # fuzz/corpus/ (git-ignored); the seeds in fuzz/seeds/ are committed. `make verify`: 10 min.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS    = -max_total_time=$(FUZZ_SECONDS) -seed=1 -max_len=512 -timeout=30 -print_final_stats=1
-test-fuzz:
-	@if ! $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
-	  echo "SKIP: cargo-fuzz not installed (cargo +nightly install cargo-fuzz --locked)"; exit 0; fi; \
-	mkdir -p fuzz/corpus/capi_ops $(BUILD); \
-	POOL_HEADER_OUT=$(CURDIR)/$(BUILD)/fuzz-pool.h $(CARGO) +nightly fuzz run capi_ops \
+test-fuzz: tool-fuzz
+	@mkdir -p fuzz/corpus/capi_ops $(BUILD); \
+	$(CARGO) +nightly fuzz run capi_ops \
 	  fuzz/corpus/capi_ops fuzz/seeds/capi_ops -- $(FUZZ_FLAGS)
 
-test: check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install
+# The crate as crates.io would get it: `cargo package` with its verify build (a build of the
+# packaged sources alone, default features) and the same with the C API (cbindgen in OUT_DIR).
+test-package:
+	$(CARGO) package --allow-dirty --quiet
+	$(CARGO) package --allow-dirty --quiet --no-verify --features capi
+	cd target/package/stealpool-$(POOL_VERSION) && $(CARGO) build --quiet --features capi --target-dir ../../package-capi
+
+# c_tests/abi.c, built against include/pool.h, run against a library whose structs have grown
+# by a field (scripts/abi-grown.sh; ~30 s on 2 cores).
+test-abi: $(HEADER)
+	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
+
+test: tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi
 	@echo "make test: all green"
 
 verify: test
@@ -173,13 +195,15 @@ verify: test
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
-# libpool.a first: the c_spawn workload's C program links it (bench/build.rs).
+# libpool.a first: the c_spawn workload's C program links it (bench/build.rs). The chart needs
+# matplotlib (bench/requirements.txt): checked first, never installed silently.
 BENCH_RUNS ?= 5
 bench: $(LIB)
+	@python3 -c 'import matplotlib' 2>/dev/null || { echo "make bench: the chart needs matplotlib:" \
+	  "python3 -m pip install -r bench/requirements.txt (nothing is installed for you)"; exit 1; }
 	@mkdir -p bench/results
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- all --runs $(BENCH_RUNS) \
 	  --markdown bench/results/latest.md --json bench/results/latest.json
-	python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
 	python3 bench/plot.py bench/results/latest.json bench/results/ratios.png
 	cat bench/NOTES.md bench/results/latest.md > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md and bench/results/ratios.png"
@@ -189,3 +213,4 @@ clean:
 	rm -rf $(BUILD)
 
 include mk/embed.mk
+include mk/tools.mk

@@ -208,6 +208,7 @@ static void host_init(struct host *h, int spawn_limit)
 static struct pool_platform host_platform(struct host *h)
 {
     struct pool_platform p;
+    pool_platform_init(&p);
     p.context = h;
     p.spawn = host_spawn;
     p.join = host_join;
@@ -345,6 +346,20 @@ static void test_invalid(void)
     cfg.max_threads = 2;
     cfg.stack_size = 100;
     CHECK_STATUS(pool_create_with_platform(&cfg, &p, &out), POOL_ERR_INVALID, "stack_size too small");
+    /* The host names and hooks its own threads: the config's name and hooks are refused. */
+    pool_config_init(&cfg);
+    cfg.thread_name_prefix = "w";
+    CHECK_STATUS(pool_create_with_platform(&cfg, &p, &out), POOL_ERR_INVALID, "thread_name_prefix with a platform");
+    pool_config_init(&cfg);
+    cfg.on_thread_start = (void (*)(void *))free;
+    CHECK_STATUS(pool_create_with_platform(&cfg, &p, &out), POOL_ERR_INVALID, "on_thread_start with a platform");
+    pool_config_init(&cfg);
+    cfg.reserved[0] = 1;
+    CHECK_STATUS(pool_create_with_platform(&cfg, &p, &out), POOL_ERR_INVALID, "config reserved word set");
+    pool_config_init(&cfg);
+    bad = p;
+    bad.reserved[POOL_RESERVED_WORDS - 1] = 1;
+    CHECK_STATUS(pool_create_with_platform(&cfg, &bad, &out), POOL_ERR_INVALID, "platform reserved word set");
     CHECK(out == (struct pool *)(uintptr_t)0x1234, "*out untouched on error");
     CHECK_EQ(atomic_load(&h.spawned), 0, "no thread started by a failed create");
 

@@ -40,6 +40,8 @@
 //! # }
 //! ```
 #![no_std]
+// docs.rs (`--cfg docsrs`, Cargo.toml's package.metadata.docs.rs) marks feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -52,6 +54,7 @@ mod fallible;
 mod join;
 mod latch;
 mod panic;
+mod parallel;
 mod platform;
 mod queue;
 pub mod runtime;
@@ -65,6 +68,7 @@ mod task;
 mod os;
 
 #[cfg(feature = "capi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "capi")))]
 pub mod capi;
 
 /// Internals for the loom models in `tests/loom_*.rs` (only under `--cfg loom`; not API).
@@ -94,10 +98,14 @@ pub use sync_word::MAX_THREADS;
 pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use blocking::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use join::{join, scope};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use os::{global, CondvarParker, DefaultParker, ThreadSpawner};
 #[cfg(all(feature = "std", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "std", target_os = "linux"))))]
 pub use os::FutexParker;

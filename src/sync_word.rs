@@ -21,7 +21,11 @@
 use core::fmt;
 
 /// The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
-// (No doc example here: cbindgen copies this comment into pool.h as POOL_MAX_THREADS's.)
+// The example is a cfg_attr(doc) attribute, which cbindgen does not copy into pool.h.
+#[cfg_attr(
+    doc,
+    doc = "\n# Example\n\n```\nuse pool::{Config, MAX_THREADS};\nlet config = Config { max_threads: MAX_THREADS, ..Config::default() };\nassert_eq!(config.max_threads, (1 << 14) - 1);\n```"
+)]
 pub const MAX_THREADS: usize = (1 << 14) - 1;
 
 /// The wake-up state machine's state (2 bits).

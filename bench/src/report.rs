@@ -277,7 +277,7 @@ pub fn markdown(meta: &Meta, records: &[Record]) -> String {
     } else {
         let _ = writeln!(s, "* `--no-wait-quiet`: rounds were not held back while other processes were busy");
     }
-    let _ = writeln!(s, "\nWorkloads and sizes: `/work/shared/design/BENCH.md`. Shared noisy machines: compare the ratios within one run, not absolute times across runs.\n");
+    let _ = writeln!(s, "\nWorkloads and sizes: `bench/README.md`. Shared noisy machines: compare the ratios within one run, not absolute times across runs.\n");
     s.push_str(&legend(meta));
     s.push('\n');
     let esc = |c: &str| c.replace('|', "\\|");

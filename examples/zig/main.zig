@@ -1,6 +1,6 @@
 //! A Zig host for `pool`: a parallel quicksort of 10 million integers through the C API.
 //!
-//! * `struct task` (from pool.h, translated with `zig translate-c` into pool_c.zig) is embedded
+//! * `struct task` (from pool.h, which build.zig translates into the module "pool") is embedded
 //!   in a Zig struct, `SortTask`; the callback recovers the `SortTask` with @fieldParentPtr.
 //! * Each task partitions its slice and submits the two halves as new tasks from inside the
 //!   pool (`pool_submit_to` from a worker goes to that worker's own queue); slices under
@@ -8,11 +8,10 @@
 //! * `pool_shutdown` is the completion barrier: it returns once every queued task, including
 //!   those submitted by tasks, has run.
 //!
-//! Build and run: `sh examples/zig/run.sh` (or `make test-zig`), which does
-//!   python3 -m ziglang translate-c -lc -Iinclude include/pool.h > pool_c.zig
-//!   python3 -m ziglang build-exe main.zig libpool.a -lc -lunwind -OReleaseFast
+//! Build and run from the repository root: `zig build run -Doptimize=ReleaseFast` (build.zig
+//! builds libpool.a with cargo, translates pool.h and links both); `make test-zig` does that.
 const std = @import("std");
-const c = @import("pool_c.zig");
+const c = @import("pool");
 
 const cutoff = 8192;
 

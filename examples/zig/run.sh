@@ -1,54 +1,58 @@
 #!/bin/sh
-# Builds and runs the Zig host (examples/zig/main.zig) against libpool.a and include/pool.h.
-#   sh examples/zig/run.sh [LIBPOOL] [OUTDIR]
-# Needs Zig 0.17 as `zig` on PATH or as the PyPI package (`pip install ziglang`).
-# Exits 0 with a "SKIP: ..." line if no Zig can be found (and only then).
+# The Zig host, built the way a Zig project uses pool: `zig build` of this package (build.zig:
+# module "pool" = translated pool.h + libpool.a) builds and runs examples/zig/main.zig; then a
+# consumer project that adds pool as a path dependency (build.zig.zon) builds README's Zig
+# program ("### Zig" under "## Hosts") and runs it (it must print 9801).
+#   sh examples/zig/run.sh [OUTDIR]
+# Needs Zig 0.17 as `zig` on PATH or as the PyPI package; installs the latter when neither is
+# there (scripts/tools.sh zig) and fails naming what is missing when that fails.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-LIB=${1:-$ROOT/target/release/libpool.a}
-OUT=${2:-$ROOT/build/zig}
-case $LIB in /*) ;; *) LIB=$ROOT/$LIB ;; esac
+OUT=${1:-$ROOT/build/zig}
 case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 
 # main.zig is written for Zig 0.17 (translate-c, no @cImport): find one, or install it.
 is_017() { case $($1 version 2>/dev/null) in 0.17.*) return 0 ;; *) return 1 ;; esac; }
 find_zig() {
     if [ -n "${ZIG:-}" ] && is_017 "$ZIG"; then return 0; fi
-    for z in "python3 -m ziglang" zig; do
+    for z in zig "python3 -m ziglang"; do
         if is_017 "$z"; then ZIG=$z; return 0; fi
     done
     return 1
 }
 if ! find_zig; then
-    echo "zig: no Zig 0.17 found; trying: python3 -m pip install 'ziglang>=0.17,<0.18'"
-    if ! python3 -m pip install --quiet --disable-pip-version-check 'ziglang>=0.17,<0.18' >/dev/null 2>&1; then
-        echo "SKIP: zig example: Zig 0.17 is not installed and 'pip install ziglang' failed (no network or no pip)"
-        exit 0
-    fi
-    if ! find_zig; then
-        echo "SKIP: zig example: 'pip install ziglang' succeeded but 'python3 -m ziglang version' does not run Zig 0.17"
-        exit 0
-    fi
+    sh "$ROOT/scripts/tools.sh" zig
+    find_zig || { echo "FAIL: zig example: no Zig 0.17 after 'sh scripts/tools.sh zig'"; exit 1; }
 fi
 echo "zig: $($ZIG version) ($ZIG)"
 mkdir -p "$OUT"
-# @cImport is gone in Zig 0.17: translate the header to a Zig file first.
-$ZIG translate-c -lc -I"$ROOT/include" "$ROOT/include/pool.h" > "$OUT/pool_c.zig"
-cp "$ROOT/examples/zig/main.zig" "$OUT/main.zig"
-cd "$OUT"
-# A Rust staticlib needs libc and libunwind (panic machinery) at link time.
-$ZIG build-exe main.zig "$LIB" -lc -lunwind -OReleaseFast --cache-dir "$OUT/.zig-cache" -femit-bin="$OUT/qsort"
-"$OUT/qsort"
+# One Zig cache for both builds, so one cargo target dir (pool-cargo in it): cargo and Zig
+# rebuild only what changed.
+cd "$ROOT"
+$ZIG build run -Doptimize=ReleaseFast --cache-dir "$OUT/.zig-cache" --prefix "$OUT/out"
 
-# The README's Zig program ("### Zig" under "## Hosts") must build and print 9801.
-mkdir -p "$OUT/readme"
+# A Zig project with pool as a dependency, by path (a tarball URL works the same way).
+C="$OUT/consumer"
+rm -rf "$C" && mkdir -p "$C"
 awk '$0 == "### Zig" { f = 1; next } f && !b && $0 == "```zig" { b = 1; next } b && $0 == "```" { exit } b { print }' \
-    "$ROOT/README.md" > "$OUT/readme/main.zig"
-if [ -s "$OUT/readme/main.zig" ]; then
-    cp "$OUT/pool_c.zig" "$OUT/readme/"
-    cd "$OUT/readme"
-    $ZIG build-exe main.zig "$LIB" -lc -lunwind --cache-dir "$OUT/.zig-cache" -femit-bin="$OUT/readme/hello"
-    got=$("$OUT/readme/hello" 2>&1)
-    [ "$got" = 9801 ] || { echo "FAIL: README's Zig program printed '$got', want 9801"; exit 1; }
-    echo "zig: README's Zig program built and ran"
-fi
+    "$ROOT/README.md" > "$C/main.zig"
+[ -s "$C/main.zig" ] || { echo "FAIL: no \`\`\`zig block under '### Zig' in README.md"; exit 1; }
+awk '$0 == "### Zig" { f = 1; next } f && !b && $0 == "```zig-build" { b = 1; next } b && $0 == "```" { exit } b { print }' \
+    "$ROOT/README.md" > "$C/build.zig"
+[ -s "$C/build.zig" ] || { echo "FAIL: no \`\`\`zig-build block under '### Zig' in README.md"; exit 1; }
+cat > "$C/build.zig.zon" <<ZON
+.{
+    .name = .pool_consumer,
+    .version = "0.0.0",
+    .fingerprint = 0x5f2329968082b8cb,
+    .minimum_zig_version = "0.17.0",
+    .dependencies = .{ .pool = .{ .path = "$(realpath --relative-to="$C" "$ROOT")" } },
+    .paths = .{ "build.zig", "build.zig.zon", "main.zig" },
+}
+ZON
+cd "$C"
+$ZIG build --cache-dir "$OUT/.zig-cache" --prefix "$C/out" \
+    || { echo "FAIL: README's Zig program does not build as a project depending on pool"; exit 1; }
+got=$("$C/out/bin/hello" 2>&1)
+[ "$got" = 9801 ] || { echo "FAIL: README's Zig program printed '$got', want 9801"; exit 1; }
+echo "zig: README's Zig program built by zig build with pool as a path dependency, and ran"

@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
 use pool::capi::{
+    POOL_RESERVED_WORDS,
     pool_blocking, pool_blocking_config, pool_blocking_config_init, pool_blocking_create, pool_blocking_destroy,
     pool_blocking_global_configure, pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_shutdown, pool_blocking_submit,
     pool_blocking_submit_to, pool_blocking_task, pool_blocking_task_init, pool_config_init, pool_create,
@@ -518,9 +519,21 @@ impl Driver {
     }
 
     fn pool_config(&self, inp: &mut Input, live: bool) -> (PoolConfig, bool) {
-        let mut cfg = PoolConfig { max_threads: 7, stack_size: 7, idle_spins: 7 };
+        let mut cfg = PoolConfig {
+            max_threads: 7,
+            stack_size: 7,
+            idle_spins: 7,
+            thread_name_prefix: 7 as *const _,
+            on_thread_start: None,
+            on_thread_stop: None,
+            hook_context: 7 as *mut _,
+            reserved: [7; POOL_RESERVED_WORDS],
+        };
         pool_config_init(&mut cfg);
-        if cfg.max_threads != 0 || cfg.stack_size != 0 || cfg.idle_spins != POOL_DEFAULT_IDLE_SPINS {
+        if cfg.max_threads != 0 || cfg.stack_size != 0 || cfg.idle_spins != POOL_DEFAULT_IDLE_SPINS || cfg.reserved != [0; POOL_RESERVED_WORDS]
+            || !cfg.thread_name_prefix.is_null()
+            || !cfg.hook_context.is_null()
+        {
             fail!("pool_config_init left {cfg:?}, want the defaults");
         }
         // Live pools stay small (the CPUs, or 1 to 4 threads) with stacks big enough for the
@@ -907,7 +920,7 @@ impl Driver {
     fn op_null(&mut self, inp: &mut Input) {
         let live = self.slots.iter().flatten().next().map(|s| s.pool);
         let mut latch = PoolLatch { opaque: [0; POOL_LATCH_WORDS] };
-        let cfg = PoolConfig { max_threads: 0, stack_size: 0, idle_spins: 0 };
+        let cfg = PoolConfig { idle_spins: 0, ..pool_config_default() };
         let mut out = ptr::dangling_mut::<Pool>();
         let mut task = CTask { next: null_mut(), callback: None };
         let mut metrics = pool_blocking_metrics::default();
@@ -976,10 +989,10 @@ impl Driver {
             21 => {
                 // The process-wide blocking pool: configured (once per process: OK the first
                 // time, STARTED after), never given work, so its metrics stay all zero.
-                let bad = pool_blocking_config { max_threads: BLOCKING_MAX_THREADS + 1, keep_alive_ms: 0, stack_size: 0 };
+                let bad = pool_blocking_config { max_threads: BLOCKING_MAX_THREADS + 1, keep_alive_ms: 0, stack_size: 0, reserved: [0; POOL_RESERVED_WORDS] };
                 expect_rc("pool_blocking_global_configure(NULL)", pool_blocking_global_configure(null()), INVALID);
                 expect_rc("pool_blocking_global_configure(out of range)", pool_blocking_global_configure(&bad), INVALID);
-                let good = pool_blocking_config { max_threads: 2, keep_alive_ms: 1, stack_size: 0 };
+                let good = pool_blocking_config { max_threads: 2, keep_alive_ms: 1, stack_size: 0, reserved: [0; POOL_RESERVED_WORDS] };
                 let rc = pool_blocking_global_configure(&good);
                 let started = pool_status::POOL_ERR_STARTED as c_int;
                 let want = if GLOBAL_BLOCKING_CONFIGURED.swap(true, Ordering::Relaxed) { started } else { OK };
@@ -997,7 +1010,7 @@ impl Driver {
                 }
             }
             _ => {
-                let bcfg = pool_blocking_config { max_threads: 1, keep_alive_ms: 0, stack_size: 0 };
+                let bcfg = pool_blocking_config { max_threads: 1, keep_alive_ms: 0, stack_size: 0, reserved: [0; POOL_RESERVED_WORDS] };
                 expect_rc("pool_blocking_create(&cfg, NULL)", pool_blocking_create(&bcfg, null_mut()), INVALID);
             }
         }
@@ -1044,9 +1057,9 @@ impl Driver {
 
     fn op_bcreate(&mut self, inp: &mut Input) {
         self.bdestroy();
-        let mut cfg = pool_blocking_config { max_threads: 7, keep_alive_ms: 7, stack_size: 7 };
+        let mut cfg = pool_blocking_config { max_threads: 7, keep_alive_ms: 7, stack_size: 7, reserved: [7; POOL_RESERVED_WORDS] };
         pool_blocking_config_init(&mut cfg);
-        if (cfg.max_threads, cfg.keep_alive_ms, cfg.stack_size) != (512, 10_000, 0) {
+        if (cfg.max_threads, cfg.keep_alive_ms, cfg.stack_size) != (512, 10_000, 0) || cfg.reserved != [0; POOL_RESERVED_WORDS] {
             fail!("pool_blocking_config_init left {cfg:?}");
         }
         cfg.max_threads = inp.pick(&[0, 1, 2, 3, 4, BLOCKING_MAX_THREADS, BLOCKING_MAX_THREADS + 1, usize::MAX]);
@@ -1254,3 +1267,11 @@ fuzz_target!(|data: &[u8]| {
     drop(unsafe { Box::from_raw(st) });
     thread_check();
 });
+
+/// `pool_config_init`'s defaults, as a value.
+fn pool_config_default() -> PoolConfig {
+    let mut cfg = core::mem::MaybeUninit::<PoolConfig>::uninit();
+    pool_config_init(cfg.as_mut_ptr());
+    // SAFETY: pool_config_init writes every field.
+    unsafe { cfg.assume_init() }
+}

@@ -12,7 +12,7 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, process, status, status_on, CTask, MAX_STACK, MIN_STACK};
+use super::{boundary, process, reserved_clear, status, status_on, CTask, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::blocking::{global_blocking_if_built, try_global_blocking};
 use crate::{configure_global_blocking, ThreadSpawner};
@@ -21,12 +21,15 @@ use super::pool_status::*;
 
 /// Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
 /// started (instead of calling its `cancel` callback).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_MANDATORY: c_uint = 1;
 static_assertions::const_assert_eq!(POOL_BLOCKING_MANDATORY, BlockingTask::MANDATORY);
 
 /// The default `max_threads` of a blocking pool (what 0 means).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_DEFAULT_MAX_THREADS: usize = 512;
 /// The largest `max_threads` of a blocking pool.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 pub const POOL_BLOCKING_MAX_THREADS: usize = 65536;
 
 static_assertions::const_assert_eq!(POOL_BLOCKING_DEFAULT_MAX_THREADS, BlockingConfig::DEFAULT_MAX_THREADS);
@@ -41,6 +44,7 @@ static_assertions::const_assert_eq!(POOL_BLOCKING_MAX_THREADS, BlockingConfig::M
 /// is neither mandatory nor without a `cancel` callback. The struct must stay valid and
 /// unmodified from submit until that call starts; from then on the pool does not touch it
 /// (the callback may free it).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct pool_blocking_task {
@@ -67,6 +71,7 @@ mod layout {
 }
 
 /// Configuration for `pool_blocking_create`. Initialise with `pool_blocking_config_init`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pool_blocking_config {
@@ -78,9 +83,12 @@ pub struct pool_blocking_config {
     /// Stack size of each thread in bytes; 0 = the system default (what `pthread_attr_init`
     /// gives a new thread: it follows `ulimit -s`), otherwise at least 16384 and at most 1 GiB.
     pub stack_size: usize,
+    /// Reserved for fields of later minor versions: 0 (as `pool_blocking_config_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 /// Counters of a blocking pool, read without any lock (each field individually up to date).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct pool_blocking_metrics {
@@ -102,6 +110,8 @@ pub struct pool_blocking_metrics {
     pub spawn_failures: usize,
     /// The most threads at once since the pool was created.
     pub peak_threads: usize,
+    /// Reserved for counters of later minor versions; written as 0.
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 impl From<BlockingMetrics> for pool_blocking_metrics {
@@ -116,12 +126,14 @@ impl From<BlockingMetrics> for pool_blocking_metrics {
             threads_exited: m.threads_exited,
             spawn_failures: m.spawn_failures,
             peak_threads: m.peak_threads,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
 
 /// An opaque blocking pool created by `pool_blocking_create` and freed by
 /// `pool_blocking_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[derive(Debug)]
 pub struct pool_blocking {
     _private: [u8; 0],
@@ -149,8 +161,10 @@ fn checked_blocking_task(task: *mut pool_blocking_task) -> Option<NonNull<Blocki
     Some(task.cast())
 }
 
-/// Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack).
+/// Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack,
+/// reserved words 0).
 /// NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
     if let Some(config) = NonNull::new(config) {
@@ -159,6 +173,7 @@ pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
             max_threads: d.max_threads,
             keep_alive_ms: usize::try_from(d.keep_alive.as_millis()).unwrap_or(usize::MAX),
             stack_size: 0,
+            reserved: [0; POOL_RESERVED_WORDS],
         };
         // SAFETY: non-null; the caller passes a writable `struct pool_blocking_config`.
         unsafe { config.as_ptr().write(value) };
@@ -169,6 +184,7 @@ pub extern "C" fn pool_blocking_config_init(config: *mut pool_blocking_config) {
 /// cancelled and runs even at shutdown) and `flags` (0 or POOL_BLOCKING_MANDATORY).
 /// Returns POOL_ERR_INVALID (and leaves `*task` untouched) for a NULL task or callback or an
 /// unknown flag.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_task_init(
     task: *mut pool_blocking_task,
@@ -193,9 +209,11 @@ pub extern "C" fn pool_blocking_task_init(
     })
 }
 
-/// The core configuration for a C one; `None` for an out-of-range field.
+/// The core configuration for a C one; `None` for an out-of-range field or a non-zero
+/// reserved word.
 fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     if config.max_threads > BlockingConfig::MAX_THREADS
+        || !reserved_clear(&config.reserved)
         || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
     {
         return None;
@@ -212,6 +230,7 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
 /// pool, which the caller owns and frees with `pool_blocking_destroy`. No thread starts until
 /// work is submitted. Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field,
 /// POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out: *mut *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -247,6 +266,7 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
 /// not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
 /// unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
 /// thread and none could be started).
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
@@ -261,6 +281,7 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
 /// Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
 /// `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
 /// so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
     boundary(|| {
@@ -280,6 +301,7 @@ pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
 /// had its callback called when this returns. Returns POOL_ERR_SHUTDOWN if already shut down,
 /// POOL_ERR_INVALID for NULL or when called from one of the pool's own threads. The pool stays
 /// allocated: free it with `pool_blocking_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
     boundary(|| {
@@ -297,6 +319,7 @@ pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
 /// pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
 /// for that shutdown to finish, then frees. Any call on `pool` that begins after
 /// `pool_blocking_destroy` began (a second destroy included) is undefined.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
     let _ = boundary(|| {
@@ -320,6 +343,7 @@ pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
 
 /// Reads `pool`'s counters into `*out` without taking any lock. POOL_ERR_INVALID for a NULL
 /// argument.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut pool_blocking_metrics) -> c_int {
     boundary(|| {
@@ -342,6 +366,7 @@ pub extern "C" fn pool_blocking_metrics(pool: *const pool_blocking, out: *mut po
 /// POOL_ERR_STARTED if the pool was already built, by its first use or an earlier successful
 /// call (it keeps its configuration); POOL_ERR_INVALID for a NULL `config` or an out-of-range
 /// field, POOL_ERR_NOMEM when memory runs out (nothing changed).
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_config) -> c_int {
     boundary(|| {
@@ -354,6 +379,7 @@ pub extern "C" fn pool_blocking_global_configure(config: *const pool_blocking_co
 
 /// Reads the process-wide blocking pool's counters into `*out` (all zero before its first
 /// use; reading them does not build the pool). POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/blocking_global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_global_metrics(out: *mut pool_blocking_metrics) -> c_int {
     boundary(|| {

@@ -24,11 +24,13 @@ use crate::CountLatch;
 
 /// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
 /// for growth without changing the C ABI.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 pub const POOL_LATCH_WORDS: usize = 8;
 
 /// A counting latch (wait group). Treat as opaque; initialise with `pool_latch_init`.
 /// Caller-owned: on the stack, in your own struct, or on the heap; it must not move between
 /// `pool_latch_init` and the return of `pool_latch_wait`.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct PoolLatch {
@@ -51,6 +53,7 @@ unsafe fn core_latch<'a>(latch: NonNull<PoolLatch>) -> &'a CountLatch {
 
 /// Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
 /// outstanding. Returns POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_init(latch: *mut PoolLatch) -> c_int {
     boundary(|| {
@@ -67,6 +70,7 @@ pub extern "C" fn pool_latch_init(latch: *mut PoolLatch) -> c_int {
 /// Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
 /// completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
 /// exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
     boundary(|| {
@@ -83,6 +87,7 @@ pub extern "C" fn pool_latch_add(latch: *mut PoolLatch, n: usize) -> c_int {
 /// Marks one unit done (from any thread, typically at the end of a task). The last one wakes
 /// the waiter; after it, the latch may already be freed by the waiter, so touch it no more.
 /// Returns POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_done(latch: *mut PoolLatch) -> c_int {
     boundary(|| {
@@ -96,6 +101,7 @@ pub extern "C" fn pool_latch_done(latch: *mut PoolLatch) -> c_int {
 /// Waits until every unit added has been marked done. On one of `pool`'s threads it runs other
 /// tasks meanwhile; on any other thread it parks. Call once per initialisation, from one thread.
 /// Returns POOL_ERR_INVALID for a NULL pool or latch.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_int {
     boundary(|| {
@@ -112,6 +118,7 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
 
 /// `pool_latch_wait` for work submitted with `pool_submit` (the global pool): helps on a
 /// global-pool thread, parks elsewhere.
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
     boundary(|| {
@@ -131,6 +138,7 @@ pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
 /// (depth-first, so recursive fork-join nests no deeper than the recursion) and from which idle
 /// threads steal the oldest; from any other thread it is `pool_submit_to`. Ownership as for
 /// `pool_submit`.
+#[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
     boundary(|| {

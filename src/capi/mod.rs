@@ -11,7 +11,7 @@
 //! `struct task *` is handed to the core as a `*mut Task` without conversion.
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_int};
+use core::ffi::{c_char, c_int, c_void};
 use core::ptr::{self, NonNull};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -19,6 +19,7 @@ use crate::os::global::try_global;
 use crate::{Batch, Config, Error, Task, ThreadPool, MAX_THREADS};
 
 /// Status codes returned by every `int` function of the C API.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum pool_status {
@@ -59,6 +60,8 @@ pub enum pool_status {
 use pool_status::*;
 
 mod blocking;
+mod convenience;
+pub use convenience::*;
 mod latch;
 pub use latch::*;
 pub use blocking::*;
@@ -81,6 +84,7 @@ pub use stats::*;
 ///   process (abort) with the message "pool: a task callback was left by unwinding ...
 ///   callbacks must return normally": catch exceptions inside the callback if you need to
 ///   survive them; end a pool thread only by returning.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Debug)]
 pub struct CTask {
@@ -105,6 +109,7 @@ mod layout {
 }
 
 /// Configuration for `pool_create`. Initialise with `pool_config_init`, then change fields.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PoolConfig {
@@ -119,16 +124,54 @@ pub struct PoolConfig {
     /// `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
     /// POOL_MAX_IDLE_SPINS.
     pub idle_spins: u32,
+    /// Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
+    /// keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is
+    /// copied by `pool_create`. `pool_create_with_platform` requires NULL (the host names its
+    /// own threads).
+    pub thread_name_prefix: *const c_char,
+    /// Called as `on_thread_start(hook_context)` on each worker thread when it starts, before
+    /// it runs any task: set up thread-locals, CPU affinity, a profiler. NULL: none.
+    /// `pool_create_with_platform` requires NULL.
+    pub on_thread_start: Option<unsafe extern "C" fn(context: *mut c_void)>,
+    /// Called as `on_thread_stop(hook_context)` on each worker thread after its last task,
+    /// just before it exits (by `pool_shutdown` / `pool_destroy` at the latest). NULL: none.
+    /// `pool_create_with_platform` requires NULL.
+    pub on_thread_stop: Option<unsafe extern "C" fn(context: *mut c_void)>,
+    /// Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
+    /// threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
+    /// `pool_destroy` returns (both wait for every worker thread to exit).
+    pub hook_context: *mut c_void,
+    /// Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
+}
+
+/// Words of reserved space at the end of every struct the caller allocates and the library
+/// reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
+/// `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+/// structs keep their size and layout and a program built against an older pool.h keeps
+/// working with a newer library (README, "ABI policy"). In structs the library reads, they
+/// must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
+/// that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
+/// library fills, it writes 0 there.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
+pub const POOL_RESERVED_WORDS: usize = 8;
+
+/// True when every reserved word is 0; see [`POOL_RESERVED_WORDS`].
+fn reserved_clear(words: &[usize]) -> bool {
+    words.iter().all(|&w| w == 0)
 }
 
 /// `pool_config.idle_spins` as `pool_config_init` sets it.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 pub const POOL_DEFAULT_IDLE_SPINS: u32 = 256;
 /// The largest `pool_config.idle_spins` that `pool_create` accepts.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 pub const POOL_MAX_IDLE_SPINS: u32 = 1048576;
 static_assertions::const_assert_eq!(POOL_DEFAULT_IDLE_SPINS, crate::DEFAULT_IDLE_SPINS);
 static_assertions::const_assert_eq!(POOL_MAX_IDLE_SPINS, crate::MAX_IDLE_SPINS);
 
 /// An opaque pool created by `pool_create` and freed by `pool_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[derive(Debug)]
 pub struct Pool {
     _private: [u8; 0],
@@ -233,8 +276,9 @@ fn checked_batch(first: *mut CTask) -> Option<Batch> {
     Some(batch)
 }
 
-/// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS).
-/// NULL: no-op.
+/// Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
+/// reserved words 0). NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
     if let Some(config) = NonNull::new(config) {
@@ -244,23 +288,31 @@ pub extern "C" fn pool_config_init(config: *mut PoolConfig) {
 }
 
 impl PoolConfig {
-    const DEFAULT: Self = Self { max_threads: 0, stack_size: 0, idle_spins: POOL_DEFAULT_IDLE_SPINS };
+    const DEFAULT: Self = Self {
+        max_threads: 0,
+        stack_size: 0,
+        idle_spins: POOL_DEFAULT_IDLE_SPINS,
+        thread_name_prefix: ptr::null(),
+        on_thread_start: None,
+        on_thread_stop: None,
+        hook_context: ptr::null_mut(),
+        reserved: [0; POOL_RESERVED_WORDS],
+    };
 }
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
 /// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
-/// Returns POOL_ERR_INVALID for a NULL `out` or an out-of-range field, POOL_ERR_NOMEM when
-/// memory runs out (`*out` untouched, nothing allocated).
+/// Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
+/// word, POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
-    boundary(|| match platform::CSpawner::std() {
-        Ok(spawner) => create_with(config, out, spawner),
-        Err(e) => status(Err(e)),
-    })
+    boundary(|| create_with(config, out, None))
 }
 
-/// `pool_create` on any platform: checks `out` and `config`, builds the pool, writes `*out`.
-fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform::CSpawner) -> pool_status {
+/// `pool_create` on any platform (`host`: the host's; `None`: OS threads named and hooked as
+/// `config` says): checks `out` and `config`, builds the pool, writes `*out`.
+fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: Option<platform::CSpawner>) -> pool_status {
     let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
     let config = match NonNull::new(config.cast_mut()) {
         // SAFETY: non-null; the caller passes a readable `struct pool_config`.
@@ -270,9 +322,24 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
     if config.max_threads > MAX_THREADS
         || (config.stack_size != 0 && !(MIN_STACK..=MAX_STACK).contains(&config.stack_size))
         || config.idle_spins > POOL_MAX_IDLE_SPINS
+        || !reserved_clear(&config.reserved)
     {
         return POOL_ERR_INVALID;
     }
+    let spawner = match host {
+        Some(host) => {
+            if !config.thread_name_prefix.is_null() || config.on_thread_start.is_some() || config.on_thread_stop.is_some()
+            {
+                return POOL_ERR_INVALID;
+            }
+            host
+        }
+        // SAFETY: the caller passes NULL or a NUL-terminated string as the prefix (pool.h).
+        None => match unsafe { platform::CSpawner::std(&config) } {
+            Ok(spawner) => spawner,
+            Err(e) => return status(Err(e)),
+        },
+    };
     // OS threads get the pthread default for 0; a host's platform gets 0 as it is.
     let stack_size = match spawner {
         platform::CSpawner::Std(_) => process::c_stack_size(config.stack_size),
@@ -299,6 +366,7 @@ fn create_with(config: *const PoolConfig, out: *mut *mut Pool, spawner: platform
 /// first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
 /// On POOL_OK the pool owns the task until its callback starts; on any error it was not
 /// queued and is still the caller's.
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
     boundary(|| {
@@ -314,6 +382,7 @@ pub extern "C" fn pool_submit(task: *mut CTask) -> c_int {
 
 /// Submits a NULL-terminated list of tasks (linked through `next`) to the global pool, as one
 /// batch. All or nothing: if any task is invalid, none is queued (POOL_ERR_INVALID).
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_batch(first: *mut CTask) -> c_int {
     boundary(|| {
@@ -339,6 +408,7 @@ unsafe fn borrow<'a>(pool: NonNull<Pool>) -> core::mem::ManuallyDrop<CPool> {
 /// Submits one task to `pool`. Ownership as for `pool_submit`. After `pool_shutdown`, returns
 /// POOL_ERR_SHUTDOWN (except from the pool's own tasks, whose submits are part of the queued
 /// work and still run).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
     boundary(|| {
@@ -351,6 +421,7 @@ pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
 
 /// Submits a NULL-terminated list to `pool` as one batch; all or nothing, as
 /// `pool_submit_batch`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_int {
     boundary(|| {
@@ -365,6 +436,7 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 /// Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
 /// when called from one of the pool's own tasks. The pool stays allocated: free it with
 /// `pool_destroy`.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
@@ -383,6 +455,7 @@ pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
 /// `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
 /// `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
 /// caller orders its own calls before the destroy.
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_destroy(pool: *mut Pool) {
     let _ = boundary(|| {
@@ -405,6 +478,7 @@ pub extern "C" fn pool_destroy(pool: *mut Pool) {
 }
 
 /// A static, human-readable description of a status code (never NULL).
+#[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
     let s: &'static [u8] = match status {
@@ -420,4 +494,14 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()
+}
+
+/// The library's version, "MAJOR.MINOR.PATCH" (the package version it was built from; never
+/// NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
+/// was compiled against: within one major version (one minor version while the major is 0) a
+/// newer library runs programs built against an older header (README, "ABI policy").
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
+#[no_mangle]
+pub extern "C" fn pool_version() -> *const c_char {
+    ptr::from_ref(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()).cast()
 }

@@ -29,19 +29,22 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fallible::{try_box, TryArc};
 
-use super::{create_with, pool_status, Pool, PoolConfig};
+use super::{create_with, pool_status, reserved_clear, Pool, PoolConfig, POOL_RESERVED_WORDS};
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::{DefaultParker, ThreadSpawner};
 
 /// The function a host thread must run: `entry(arg)`, once, on the new thread.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 pub type pool_thread_entry = unsafe extern "C" fn(arg: *mut c_void);
 
 /// A platform provided by the host: how to start threads and how to block and wake them.
-/// Every function pointer must be non-NULL (`pool_create_with_platform` returns
+/// Start from `pool_platform_init` (everything NULL, reserved words 0), then set every
+/// function pointer: all must be non-NULL (`pool_create_with_platform` returns
 /// POOL_ERR_INVALID otherwise); `context` may be anything, it is passed back unchanged.
 ///
 /// All callbacks may be called from any thread, concurrently, and must not call back into
 /// the pool. They must stay callable, and `context` valid, until `pool_destroy` returns.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pool_platform {
@@ -71,6 +74,30 @@ pub struct pool_platform {
     /// Makes a token available (at most one; extra unparks merge) and wakes the parked thread.
     /// Called from any thread.
     pub unpark: Option<unsafe extern "C" fn(context: *mut c_void, parker: *mut c_void)>,
+    /// Reserved for callbacks of later minor versions: 0 (as `pool_platform_init` leaves it).
+    pub reserved: [usize; POOL_RESERVED_WORDS],
+}
+
+/// Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
+/// NULL: no-op.
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
+#[no_mangle]
+pub extern "C" fn pool_platform_init(platform: *mut pool_platform) {
+    if let Some(platform) = NonNull::new(platform) {
+        let value = pool_platform {
+            context: core::ptr::null_mut(),
+            spawn: None,
+            join: None,
+            parker_new: None,
+            parker_free: None,
+            park: None,
+            park_timeout: None,
+            unpark: None,
+            reserved: [0; POOL_RESERVED_WORDS],
+        };
+        // SAFETY: non-null; the caller passes a writable `struct pool_platform`.
+        unsafe { platform.as_ptr().write(value) };
+    }
 }
 
 type SpawnFn = unsafe extern "C" fn(*mut c_void, pool_thread_entry, *mut c_void, usize) -> c_int;
@@ -103,8 +130,12 @@ unsafe impl Send for HostFns {}
 unsafe impl Sync for HostFns {}
 
 impl HostFns {
-    /// Checks every pointer; `None` if any callback is NULL.
+    /// Checks every pointer and the reserved words; `None` if any callback is NULL or a
+    /// reserved word is not 0.
     fn new(p: &pool_platform) -> Option<Self> {
+        if !reserved_clear(&p.reserved) {
+            return None;
+        }
         Some(Self {
             context: p.context,
             spawn: p.spawn?,
@@ -144,9 +175,48 @@ impl core::fmt::Debug for CSpawner {
 }
 
 impl CSpawner {
-    /// The OS-thread platform of `pool_create`, or `Err(OutOfMemory)`.
-    pub(crate) fn std() -> Result<Self, crate::Error> {
-        Ok(Self::Std(ThreadSpawner::try_named("pool-worker")?))
+    /// The OS-thread platform of `pool_create`, its threads named and hooked as `config` says,
+    /// or `Err(OutOfMemory)`.
+    ///
+    /// # Safety
+    /// `config.thread_name_prefix` is NULL or a NUL-terminated string; the hooks may be called
+    /// with `hook_context` on any thread, concurrently (pool.h).
+    pub(crate) unsafe fn std(config: &PoolConfig) -> Result<Self, crate::Error> {
+        let spawner = if config.thread_name_prefix.is_null() {
+            ThreadSpawner::try_named("pool-worker")?
+        } else {
+            // SAFETY: the caller's contract.
+            let prefix = unsafe { core::ffi::CStr::from_ptr(config.thread_name_prefix) };
+            ThreadSpawner::try_name_prefix(prefix.to_string_lossy())?
+        };
+        let context = HookContext(config.hook_context);
+        let spawner = match config.on_thread_start {
+            // SAFETY: the caller's contract.
+            Some(f) => spawner.on_thread_start(move || unsafe { f(context.get()) }),
+            None => spawner,
+        };
+        let spawner = match config.on_thread_stop {
+            // SAFETY: the caller's contract.
+            Some(f) => spawner.on_thread_stop(move || unsafe { f(context.get()) }),
+            None => spawner,
+        };
+        Ok(Self::Std(spawner))
+    }
+}
+
+/// `pool_config.hook_context`, handed to the hooks on every worker thread.
+#[derive(Clone, Copy)]
+struct HookContext(*mut c_void);
+
+// SAFETY: pool.h makes the hooks callable with `hook_context` from any thread, concurrently.
+unsafe impl Send for HookContext {}
+// SAFETY: as above.
+unsafe impl Sync for HookContext {}
+
+impl HookContext {
+    /// The pointer (a method, so closures capture the whole Send + Sync wrapper).
+    fn get(self) -> *mut c_void {
+        self.0
     }
 }
 
@@ -330,8 +400,10 @@ unsafe impl Spawner for CSpawner {
 /// (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
 /// `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
 /// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
-/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, or
-/// an out-of-range config field; POOL_ERR_NOMEM when memory runs out (`*out` untouched).
+/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+/// non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
+/// out (`*out` untouched).
+#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
 #[no_mangle]
 pub extern "C" fn pool_create_with_platform(
     config: *const PoolConfig,
@@ -344,6 +416,6 @@ pub extern "C" fn pool_create_with_platform(
         let platform = unsafe { platform.as_ptr().read() };
         let Some(fns) = HostFns::new(&platform) else { return pool_status::POOL_ERR_INVALID };
         let Ok(fns) = TryArc::try_new(fns) else { return pool_status::POOL_ERR_NOMEM };
-        create_with(config, out, CSpawner::Host(fns))
+        create_with(config, out, Some(CSpawner::Host(fns)))
     })
 }

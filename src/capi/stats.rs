@@ -6,7 +6,7 @@
 use core::ffi::c_int;
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, global_pool, Pool};
+use super::{borrow, boundary, global_pool, Pool, POOL_RESERVED_WORDS};
 use crate::{Stats, WorkerStats};
 
 use super::pool_status::*;
@@ -15,6 +15,7 @@ use super::pool_status::*;
 /// (`pool_worker_stats`). Read without any lock: each field is some recent value of its
 /// counter, exact once the pool is quiet (for example after `pool_shutdown`). Counts since the
 /// pool was created.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct pool_stats {
@@ -41,6 +42,8 @@ pub struct pool_stats {
     pub injector_fetches: usize,
     /// Thread starts that failed (0 from `pool_worker_stats`).
     pub spawn_failures: usize,
+    /// Reserved for counters of later minor versions; written as 0.
+    pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
 impl From<Stats> for pool_stats {
@@ -57,6 +60,7 @@ impl From<Stats> for pool_stats {
             lifo_hits: s.lifo_hits,
             injector_fetches: s.injector_fetches,
             spawn_failures: s.spawn_failures,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
@@ -72,7 +76,10 @@ impl pool_stats {
             parks: w.parks,
             lifo_hits: w.lifo_hits,
             injector_fetches: w.injector_fetches,
-            ..Self::default()
+            threads: 0,
+            idle_threads: 0,
+            spawn_failures: 0,
+            reserved: [0; POOL_RESERVED_WORDS],
         }
     }
 }
@@ -80,6 +87,7 @@ impl pool_stats {
 /// Reads `pool`'s counters (every worker's summed, and the pool-wide ones) into `*out`,
 /// without any lock. POOL_ERR_INVALID for a NULL argument (`*out` untouched). Callable from
 /// any thread, the pool's own tasks included, before and after `pool_shutdown`.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[no_mangle]
 pub extern "C" fn pool_stats(pool: *const Pool, out: *mut pool_stats) -> c_int {
     boundary(|| {
@@ -97,6 +105,7 @@ pub extern "C" fn pool_stats(pool: *const Pool, out: *mut pool_stats) -> c_int {
 /// thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
 /// and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
 /// (`pool_stats` gives `workers`); `*out` is untouched on error.
+#[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut pool_stats) -> c_int {
     boundary(|| {
@@ -113,6 +122,7 @@ pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut p
 
 /// Reads the global pool's counters (the pool behind `pool_submit`) into `*out`, as
 /// `pool_stats`. POOL_ERR_INVALID for NULL.
+#[cfg_attr(doc, doc = include_str!("examples/global.md"))]
 #[no_mangle]
 pub extern "C" fn pool_global_stats(out: *mut pool_stats) -> c_int {
     boundary(|| {

@@ -11,7 +11,10 @@
 
 use core::cell::Cell;
 use core::marker::PhantomData;
-use std::sync::{Mutex, PoisonError};
+use std::borrow::Cow;
+use std::format;
+use std::string::String;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::vec::Vec;
 use std::thread::JoinHandle;
 
@@ -35,21 +38,43 @@ pub struct ThreadSpawner<P = DefaultParker> {
     /// Shared with each thread until it has started (the gate above); allocated fallibly so
     /// that the C layer's `pool_create` can report out of memory.
     handles: TryArc<Mutex<Handles>>,
-    name: &'static str,
+    name: Cow<'static, str>,
+    /// `name` is a prefix: each thread is named `name` followed by its start number.
+    numbered: bool,
+    on_start: Option<Hook>,
+    on_stop: Option<Hook>,
     clock: super::MonotonicClock,
     _parker: PhantomData<fn() -> P>,
 }
 
-/// The join list. `detached`: the pool gave up joining (see the module docs).
+/// A thread start or stop hook.
+type Hook = Arc<dyn Fn() + Send + Sync>;
+
+/// The join list. `detached`: the pool gave up joining (see the module docs). `started`:
+/// threads started so far (the number in a numbered thread's name).
 #[derive(Default)]
 struct Handles {
     list: Vec<JoinHandle<()>>,
     detached: bool,
+    started: usize,
 }
 
 impl<P> core::fmt::Debug for ThreadSpawner<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ThreadSpawner").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("ThreadSpawner")
+            .field("name", &self.name)
+            .field("numbered", &self.numbered)
+            .field("on_start", &self.on_start.is_some())
+            .field("on_stop", &self.on_stop.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs a hook; a panic in it is caught (the panic hook has printed it) so that the thread
+/// still runs the pool's code, which the pool relies on once `spawn` returned Ok.
+fn run_hook(hook: Option<&Hook>) {
+    if let Some(hook) = hook {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook()));
     }
 }
 
@@ -90,18 +115,90 @@ impl<P> ThreadSpawner<P> {
     /// pool.spawn(move || tx.send(std::thread::current().name() == Some("physics")).unwrap()).unwrap();
     /// assert!(rx.recv().unwrap());
     /// ```
-    pub fn named(name: &'static str) -> Self {
-        Self::try_named(name).unwrap_or_else(|_| std::alloc::handle_alloc_error(core::alloc::Layout::new::<Mutex<Handles>>()))
+    pub fn named(name: impl Into<Cow<'static, str>>) -> Self {
+        Self::try_named(name)
+            .unwrap_or_else(|_| std::alloc::handle_alloc_error(core::alloc::Layout::new::<Mutex<Handles>>()))
     }
 
     /// As [`named`](Self::named), or [`Error::OutOfMemory`] if the allocator fails.
-    pub(crate) fn try_named(name: &'static str) -> Result<Self, Error> {
+    pub(crate) fn try_named(name: impl Into<Cow<'static, str>>) -> Result<Self, Error> {
         Ok(Self {
             handles: TryArc::try_new(Mutex::new(Handles::default()))?,
-            name,
+            name: name.into(),
+            numbered: false,
+            on_start: None,
+            on_stop: None,
             clock: super::MonotonicClock::new(),
             _parker: PhantomData,
         })
+    }
+
+    /// A spawner whose threads are named `prefix` followed by their start number: `prefix0`,
+    /// `prefix1`, ... (the OS keeps the first 15 bytes on Linux: `pthread_setname_np`).
+    ///
+    /// ```
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// let spawner: ThreadSpawner = ThreadSpawner::name_prefix("render-");
+    /// let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, spawner).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
+    /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render-0"));
+    /// ```
+    pub fn name_prefix(prefix: impl Into<Cow<'static, str>>) -> Self {
+        let mut spawner = Self::named(prefix);
+        spawner.numbered = true;
+        spawner
+    }
+
+    /// As [`name_prefix`](Self::name_prefix), or [`Error::OutOfMemory`] if the allocator fails.
+    pub(crate) fn try_name_prefix(prefix: impl Into<Cow<'static, str>>) -> Result<Self, Error> {
+        let mut spawner = Self::try_named(prefix)?;
+        spawner.numbered = true;
+        Ok(spawner)
+    }
+
+    /// Calls `hook` on every thread this spawner starts, before the thread runs any of the
+    /// pool's work: set up thread-locals, CPU affinity, a profiler's thread registration.
+    /// A panic in `hook` is caught and printed; the thread goes on.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    ///
+    /// let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let (s, t) = (Arc::clone(&started), Arc::clone(&stopped));
+    /// let spawner: ThreadSpawner = ThreadSpawner::new()
+    ///     .on_thread_start(move || { s.fetch_add(1, Ordering::Relaxed); })
+    ///     .on_thread_stop(move || { t.fetch_add(1, Ordering::Relaxed); });
+    /// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, spawner).unwrap();
+    /// pool.spawn(|| {}).unwrap();
+    /// pool.shutdown().unwrap(); // joins every thread: each one's stop hook has run
+    /// assert!(started.load(Ordering::Relaxed) >= 1);
+    /// assert_eq!(started.load(Ordering::Relaxed), stopped.load(Ordering::Relaxed));
+    /// ```
+    #[must_use]
+    pub fn on_thread_start(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_start = Some(Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` on every thread this spawner starts, after the thread has run the pool's
+    /// code for the last time, just before it exits (example on
+    /// [`on_thread_start`](Self::on_thread_start)). A panic in `hook` is caught and printed.
+    #[must_use]
+    pub fn on_thread_stop(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_stop = Some(Arc::new(hook));
+        self
+    }
+
+    /// The name of the next thread (`handles` is locked by the caller, who counts it started).
+    fn thread_name(&self, number: usize) -> String {
+        if self.numbered {
+            format!("{}{number}", self.name)
+        } else {
+            String::from(&*self.name)
+        }
     }
 
     fn join_all_handles(&self) {
@@ -137,19 +234,23 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
         handles.list.retain(|h| !h.is_finished());
         // Room for the handle before the thread exists: once it runs, recording it must not fail.
         handles.list.try_reserve(1).map_err(|_| SpawnError)?;
-        let mut builder = std::thread::Builder::new().name(self.name.into());
+        let mut builder = std::thread::Builder::new().name(self.thread_name(handles.started));
         if stack_size != 0 {
             builder = builder.stack_size(stack_size);
         }
         let gate = self.handles.clone();
+        let (on_start, on_stop) = (self.on_start.clone(), self.on_stop.clone());
         let handle = builder
             .spawn(move || {
                 // Wait until `spawn` has recorded our handle (see module docs).
                 drop(gate.lock().unwrap_or_else(PoisonError::into_inner));
+                run_hook(on_start.as_ref());
                 // SAFETY: handed to exactly one thread, run once.
-                unsafe { start.run() }
+                unsafe { start.run() };
+                run_hook(on_stop.as_ref());
             })
             .map_err(|_| SpawnError)?;
+        handles.started += 1;
         if handles.detached {
             // Dropping a JoinHandle detaches the thread.
             drop(handle);

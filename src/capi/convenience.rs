@@ -1,0 +1,108 @@
+//! Conveniences for C hosts that do not want to embed `struct task`: `pool_submit_fn` (a
+//! function and an argument, one allocation per call) and `pool_parallel_for` (a range split
+//! into chunks over fork-join, [`ThreadPool::parallel_for`](crate::ThreadPool::parallel_for)).
+
+use core::ffi::{c_int, c_void};
+use core::ptr::{self, NonNull};
+use std::alloc::{alloc, dealloc, Layout};
+
+use super::pool_status::*;
+use super::{borrow, boundary, status, CTask, Pool};
+
+/// The allocation behind one `pool_submit_fn`: the task the pool queues, and the call to make.
+#[repr(C)]
+struct FnTask {
+    task: CTask,
+    func: unsafe extern "C" fn(arg: *mut c_void),
+    arg: *mut c_void,
+}
+
+/// The task callback of a `FnTask`: frees it, then calls `func(arg)`.
+unsafe extern "C" fn run_fn_task(task: *mut CTask) {
+    let job = task.cast::<FnTask>();
+    // SAFETY: `task` is the first field of a live FnTask allocated in `pool_submit_fn`, handed
+    // to this callback once; the pool no longer touches it.
+    let FnTask { func, arg, .. } = unsafe { job.read() };
+    // SAFETY: allocated with this layout in `pool_submit_fn`; read out above, freed once.
+    unsafe { dealloc(job.cast(), Layout::new::<FnTask>()) };
+    // SAFETY: the caller of `pool_submit_fn` promised `func(arg)` may be called once on a
+    // pool thread.
+    unsafe { func(arg) };
+}
+
+/// Submits `func(arg)` to `pool`: called exactly once, on one of its threads. Allocates one
+/// small block per call (freed before `func` runs); when that fails nothing is queued and it
+/// returns POOL_ERR_NOMEM. POOL_ERR_INVALID for a NULL pool or `func`; after `pool_shutdown`,
+/// POOL_ERR_SHUTDOWN (except from the pool's own tasks), as `pool_submit_to`. On any error
+/// `func` is never called. `arg` is passed through untouched (NULL is fine).
+#[cfg_attr(doc, doc = include_str!("examples/convenience.md"))]
+#[no_mangle]
+pub extern "C" fn pool_submit_fn(
+    pool: *mut Pool,
+    func: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(func) = func else { return POOL_ERR_INVALID };
+        // SAFETY: FnTask has a non-zero size.
+        let Some(job) = NonNull::new(unsafe { alloc(Layout::new::<FnTask>()) }.cast::<FnTask>()) else {
+            return POOL_ERR_NOMEM;
+        };
+        let value = FnTask { task: CTask { next: ptr::null_mut(), callback: Some(run_fn_task) }, func, arg };
+        // SAFETY: freshly allocated for a FnTask.
+        unsafe { job.as_ptr().write(value) };
+        // SAFETY: `pool` is a live pool (pool.h contract); the task is ours, with a callback,
+        // and `task` is its first field (repr(C)), so the callback gets the allocation back.
+        let result = unsafe { borrow(pool).submit(job.cast()) };
+        if result.is_err() {
+            // SAFETY: not queued, so still ours; allocated above with this layout.
+            unsafe { dealloc(job.as_ptr().cast(), Layout::new::<FnTask>()) };
+        }
+        status(result)
+    })
+}
+
+/// The C callback and its context, shared by every chunk (pool.h makes `func` callable from
+/// several threads at once).
+struct ForBody {
+    func: unsafe extern "C" fn(ctx: *mut c_void, begin: usize, end: usize),
+    ctx: *mut c_void,
+}
+
+// SAFETY: pool.h requires `func(ctx, ...)` to be callable concurrently from any thread.
+unsafe impl Sync for ForBody {}
+
+impl ForBody {
+    fn call(&self, chunk: core::ops::Range<usize>) {
+        // SAFETY: the caller's contract (`pool_parallel_for`): `func(ctx, ...)` on any thread,
+        // concurrently, over disjoint chunks.
+        unsafe { (self.func)(self.ctx, chunk.start, chunk.end) }
+    }
+}
+
+/// Calls `func(ctx, begin, end)` on disjoint chunks `[begin, end)` that together cover
+/// `[0, n)`, in parallel on `pool`'s threads, and returns when every call has returned
+/// (dispatch_apply; rayon's `par_iter` over a range). Each chunk holds at most `grain`
+/// indices; `grain` 0 picks one (about four chunks per worker). Built on fork-join: on one of
+/// `pool`'s threads the caller runs chunks itself while it waits; elsewhere it blocks. `func`
+/// is called from several threads at once and must not unwind. `n` 0 calls nothing.
+/// POOL_ERR_INVALID for a NULL pool or `func`.
+#[cfg_attr(doc, doc = include_str!("examples/convenience.md"))]
+#[no_mangle]
+pub extern "C" fn pool_parallel_for(
+    pool: *mut Pool,
+    n: usize,
+    grain: usize,
+    func: Option<unsafe extern "C" fn(ctx: *mut c_void, begin: usize, end: usize)>,
+    ctx: *mut c_void,
+) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(func) = func else { return POOL_ERR_INVALID };
+        let body = ForBody { func, ctx };
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        unsafe { borrow(pool) }.parallel_for(0..n, grain, |chunk| body.call(chunk));
+        POOL_OK
+    })
+}
