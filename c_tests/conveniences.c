@@ -1,5 +1,5 @@
 /* The conveniences: pool_submit_fn (fn + arg, one allocation per call), pool_parallel_for
- * (chunks over fork-join), worker thread names (pool_config.thread_name_prefix) and thread
+ * (chunks over fork-join), pool_wait_idle (every task submitted so far has finished), worker thread names (pool_config.thread_name_prefix) and thread
  * start/stop hooks (pool_config.on_thread_start / on_thread_stop). */
 #define _GNU_SOURCE
 #include "common.h"
@@ -153,6 +153,80 @@ static void test_names_and_hooks(void)
     pool_destroy(pool);
 }
 
+/* ---- pool_wait_idle ----------------------------------------------------------------------- */
+
+static atomic_long idle_runs;
+static atomic_int release_waiter;
+
+static void slow_add(void *arg)
+{
+    (void)arg;
+    sleep_us(200);
+    atomic_fetch_add(&idle_runs, 1);
+}
+
+/* A task that waits on a latch that an outside thread releases: while it waits its worker
+ * sleeps, counted idle, yet the pool is not idle. */
+struct blocked { struct task task; struct pool *pool; struct pool_latch latch; };
+static void blocked_run(struct task *t)
+{
+    struct blocked *b = container_of(t, struct blocked, task);
+    pool_latch_wait(b->pool, &b->latch);
+    atomic_fetch_add(&idle_runs, 1);
+}
+
+static int wait_idle_from_task_status = 1;
+static void wait_idle_inside(struct task *t);
+struct inside { struct task task; struct pool *pool; struct pool_latch done; };
+static void wait_idle_inside(struct task *t)
+{
+    struct inside *in = container_of(t, struct inside, task);
+    wait_idle_from_task_status = pool_wait_idle(in->pool);
+    pool_latch_done(&in->done);
+}
+
+static void *release_later(void *arg)
+{
+    struct blocked *b = arg;
+    sleep_us(50000);
+    atomic_store(&release_waiter, 1);
+    pool_latch_done(&b->latch);
+    return NULL;
+}
+
+static void test_wait_idle(struct pool *pool)
+{
+    size_t n = scaled(200, 20);
+    CHECK_STATUS(pool_wait_idle(NULL), POOL_ERR_INVALID, "pool_wait_idle(NULL)");
+    CHECK_STATUS(pool_wait_idle(pool), POOL_OK, "pool_wait_idle on an idle pool");
+    atomic_store(&idle_runs, 0);
+    for (size_t i = 0; i < n; i++) CHECK_STATUS(pool_submit_fn(pool, slow_add, NULL), POOL_OK, "submit_fn");
+    CHECK_STATUS(pool_wait_idle(pool), POOL_OK, "pool_wait_idle after submits");
+    CHECK_EQ(atomic_load(&idle_runs), (long)n, "every task submitted before pool_wait_idle has run");
+
+    /* A task blocked in a latch wait keeps the pool busy until it is released. */
+    atomic_store(&idle_runs, 0);
+    atomic_store(&release_waiter, 0);
+    struct blocked b = { .task = { .callback = blocked_run }, .pool = pool };
+    pool_latch_init(&b.latch);
+    pool_latch_add(&b.latch, 1);
+    CHECK_STATUS(pool_submit_to(pool, &b.task), POOL_OK, "submit the blocked task");
+    pthread_t releaser;
+    pthread_create(&releaser, NULL, release_later, &b);
+    CHECK_STATUS(pool_wait_idle(pool), POOL_OK, "pool_wait_idle with a blocked task");
+    CHECK_EQ(atomic_load(&release_waiter), 1, "it returned only after the task was released");
+    CHECK_EQ(atomic_load(&idle_runs), 1, "the blocked task finished");
+    pthread_join(releaser, NULL);
+
+    /* From one of the pool's own tasks: refused. */
+    struct inside in = { .task = { .callback = wait_idle_inside }, .pool = pool };
+    pool_latch_init(&in.done);
+    pool_latch_add(&in.done, 1);
+    CHECK_STATUS(pool_submit_to(pool, &in.task), POOL_OK, "submit the task that calls pool_wait_idle");
+    pool_latch_wait(pool, &in.done);
+    CHECK_STATUS(wait_idle_from_task_status, POOL_ERR_INVALID, "pool_wait_idle from the pool's own task");
+}
+
 int main(void)
 {
     struct pool_config cfg;
@@ -163,6 +237,7 @@ int main(void)
     if (!CHECK_STATUS(pool_create(&cfg, &pool), POOL_OK, "pool_create")) return test_finish();
     test_submit_fn(pool);
     test_parallel_for(pool);
+    test_wait_idle(pool);
     pool_destroy(pool);
     test_names_and_hooks();
     return test_finish();

@@ -650,6 +650,15 @@ int pool_parallel_for(struct pool *pool,
                       void *ctx);
 
 /**
+ * Waits until every task submitted to `pool` before the call has finished (the pool is idle:
+ * no task queued or running, none blocked in a wait). Polls with a backoff of at most 1 ms
+ * between looks, so it returns within about a millisecond of the pool going idle and burns no
+ * CPU meanwhile. POOL_ERR_INVALID for a NULL pool or when called on one of `pool`'s own threads
+ * (it would wait for itself); POOL_ERR_FORKED for a pool inherited through `fork()`.
+ */
+int pool_wait_idle(struct pool *pool);
+
+/**
  * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
  * outstanding. Returns POOL_ERR_INVALID for NULL.
  */

@@ -1,13 +1,14 @@
 //! Conveniences for C hosts that do not want to embed `struct task`: `pool_submit_fn` (a
-//! function and an argument, one allocation per call) and `pool_parallel_for` (a range split
-//! into chunks over fork-join, [`ThreadPool::parallel_for`](crate::ThreadPool::parallel_for)).
+//! function and an argument, one allocation per call), `pool_parallel_for` (a range split
+//! into chunks over fork-join, [`ThreadPool::parallel_for`](crate::ThreadPool::parallel_for))
+//! and `pool_wait_idle` ([`ThreadPool::wait_idle`](crate::ThreadPool::wait_idle)).
 
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, NonNull};
 use std::alloc::{alloc, dealloc, Layout};
 
 use super::pool_status::*;
-use super::{borrow, boundary, status, CTask, Pool};
+use super::{borrow, boundary, process, status, status_on, CTask, Pool};
 
 /// The allocation behind one `pool_submit_fn`: the task the pool queues, and the call to make.
 #[repr(C)]
@@ -59,7 +60,7 @@ pub extern "C" fn pool_submit_fn(
             // SAFETY: not queued, so still ours; allocated above with this layout.
             unsafe { dealloc(job.as_ptr().cast(), Layout::new::<FnTask>()) };
         }
-        status(result)
+        status_on(pool, result)
     })
 }
 
@@ -104,5 +105,23 @@ pub extern "C" fn pool_parallel_for(
         // SAFETY: `pool` is a live pool (pool.h contract).
         unsafe { borrow(pool) }.parallel_for(0..n, grain, |chunk| body.call(chunk));
         POOL_OK
+    })
+}
+
+/// Waits until every task submitted to `pool` before the call has finished (the pool is idle:
+/// no task queued or running, none blocked in a wait). Polls with a backoff of at most 1 ms
+/// between looks, so it returns within about a millisecond of the pool going idle and burns no
+/// CPU meanwhile. POOL_ERR_INVALID for a NULL pool or when called on one of `pool`'s own threads
+/// (it would wait for itself); POOL_ERR_FORKED for a pool inherited through `fork()`.
+#[cfg_attr(doc, doc = include_str!("examples/convenience.md"))]
+#[no_mangle]
+pub extern "C" fn pool_wait_idle(pool: *mut Pool) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        status(unsafe { borrow(pool) }.wait_idle())
     })
 }

@@ -34,7 +34,7 @@ use core::ptr::{self, NonNull};
 use alloc::boxed::Box;
 
 use crate::fallible::{try_box, try_boxed_slice};
-use crate::platform::Spawner;
+use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::shutdown::ShutdownGate;
@@ -214,6 +214,39 @@ pub(crate) struct Inner<S: Spawner> {
     /// Async runtime state: references held by live tasks (they keep this memory alive past
     /// the handle's drop), runtime counters. See `runtime::pool`.
     pub(crate) runtime: crate::runtime::PoolRuntime,
+}
+
+impl<S: Spawner> Inner<S> {
+    /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
+    /// counted idle, none of them sleeps inside a task's wait, and every queue is empty. Once
+    /// true it stays true until the next submit, which is not ordered with this check anyway.
+    fn is_idle(&self) -> bool {
+        let s = self.load_sync(Ordering::Relaxed);
+        // Pairs with the Release fence a worker makes before it counts itself idle inside a
+        // task's wait (`worker.rs`): seeing that count, we see its `waiting_in_task`.
+        crate::sync::fence(Ordering::Acquire);
+        if s.state() == State::Shutdown {
+            return s.spawned() == 0 && self.injector.is_empty();
+        }
+        if s.idle() != s.spawned() || !self.injector.is_empty() {
+            return false;
+        }
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while let Some(w) = NonNull::new(worker) {
+            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
+            let w = unsafe { w.as_ref() };
+            if w.waiting_in_task.load(Ordering::Relaxed)
+                || !w.ring.is_empty()
+                || !w.joins.is_empty_hint()
+                || !w.lifo.load(Ordering::Relaxed).is_null()
+            {
+                return false;
+            }
+            worker = w.next;
+        }
+        // Nobody woke meanwhile (a wake would have changed the word).
+        self.load_sync(Ordering::Acquire) == s
+    }
 }
 
 impl<S: Spawner> Inner<S> {
@@ -656,6 +689,51 @@ impl<S: Spawner> ThreadPool<S> {
             }
         }
         signal.spin_until_set();
+    }
+
+    /// Waits until every task submitted to this pool before the call has finished: the pool
+    /// is idle (every started thread asleep or about to sleep with no task of its own waiting,
+    /// every queue empty). Work submitted meanwhile may or may not be waited for. It checks
+    /// with a backoff that sleeps up to 1 ms between looks (no busy spinning), so it returns
+    /// within about a millisecond of the pool going idle. A task blocked in a wait (a latch an
+    /// outside thread will release, say) keeps the pool busy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when called on one of this pool's own threads (it would wait
+    /// for itself).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let done = Arc::new(AtomicUsize::new(0));
+    /// for _ in 0..100 {
+    ///     let done = done.clone();
+    ///     pool.spawn(move || { done.fetch_add(1, Ordering::Relaxed); }).unwrap();
+    /// }
+    /// pool.wait_idle().unwrap();
+    /// assert_eq!(done.load(Ordering::Relaxed), 100);
+    /// # }
+    /// ```
+    pub fn wait_idle(&self) -> Result<(), Error> {
+        if self.current_worker().is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let inner = self.inner();
+        let parker = inner.spawner.new_parker();
+        let mut pause_us = 1;
+        while !inner.is_idle() {
+            if pause_us < 8 {
+                for _ in 0..64 {
+                    crate::sync::spin_hint();
+                }
+            } else {
+                parker.park_timeout(core::time::Duration::from_micros(pause_us));
+            }
+            pause_us = (pause_us * 2).min(1_000);
+        }
+        Ok(())
     }
 
     /// Waits until every unit added to `latch` is done (as [`wait_for`](Self::wait_for)).

@@ -86,6 +86,9 @@ pub(crate) struct Worker<S: Spawner> {
     pub(crate) next: *mut Worker<S>,
     /// Position in the idle map and the worker table.
     pub(crate) index: usize,
+    /// Set while this worker sleeps in a wait *inside a task* (counted idle in `Sync`, yet a
+    /// task is running): `ThreadPool::wait_idle` must not take it for idle.
+    pub(crate) waiting_in_task: AtomicBool,
     /// Raised by idle workers that want work; read by this worker's `join`s, lowered when one
     /// promotes a latent frame (`context.rs`, "The hungry flag"). Relaxed: a hint.
     pub(crate) hungry: AtomicBool,
@@ -156,6 +159,7 @@ impl<S: Spawner> Inner<S> {
             // Up: the first join on this worker offers work, so a pool that may still start
             // threads starts one (context.rs, "The hungry flag").
             hungry: AtomicBool::new(true),
+            waiting_in_task: AtomicBool::new(false),
             lifo: AtomicPtr::new(ptr::null_mut()),
             ring: Ring::new(),
             joins: crate::join::deque::JoinDeque::new(),
@@ -276,7 +280,17 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            match self.wait_or(cx, is_waking, until.map(|_| &done as &dyn Fn() -> bool)) {
+            if until.is_some() {
+                me.waiting_in_task.store(true, Ordering::Relaxed);
+                // Before `wait_or`'s idle count: a `wait_idle` that reads that count reads this
+                // flag too (its Acquire fence after the count pairs with this one).
+                fence(Ordering::Release);
+            }
+            let waited = self.wait_or(cx, is_waking, until.map(|_| &done as &dyn Fn() -> bool));
+            if until.is_some() {
+                me.waiting_in_task.store(false, Ordering::Relaxed);
+            }
+            match waited {
                 Waited::Notified(waking) => is_waking = waking,
                 Waited::Done => return,
                 // Drain: queued work still runs after shutdown began.
