@@ -266,8 +266,10 @@ impl<S: Spawner> Inner<S> {
                         new = new.with_state(State::Pending);
                     }
                 }
-                // Acquire pairs with notify's Release: the notified work is visible.
-                match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Acquire, Ordering::Relaxed) {
+                // Acquire pairs with notify's Release: the notified work is visible. Release:
+                // the tasks this worker ran are visible to whoever sees it idle
+                // (`ThreadPool::wait_idle`; Miri's weak memory returned a count one short).
+                match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
                     Ok(_) => {
                         if s.notified() {
                             // Pairs with the fence on `notify`'s fast path (see there): our
