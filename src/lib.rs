@@ -58,6 +58,7 @@ mod scheduler;
 pub(crate) mod sync;
 mod sync_word;
 mod task;
+pub mod time;
 
 #[cfg(feature = "std")]
 mod os;

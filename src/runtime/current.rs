@@ -68,3 +68,9 @@ pub(super) fn wake_self(header: NonNull<Header>) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// The task this thread is polling, if any (a timer binds to its pool, `crate::time`).
+#[inline]
+pub(crate) fn polling() -> Option<NonNull<Header>> {
+    POLLING.try_with(|w| NonNull::new((w.get() & !SELF_WOKEN) as *mut Header)).ok().flatten()
+}

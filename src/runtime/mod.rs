@@ -129,11 +129,29 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 pub use join::{JoinError, JoinHandle};
-pub(crate) use pool::PoolRuntime;
+pub(crate) use pool::{release_pool, PoolRuntime};
 pub use pool::RuntimeStats;
 
 #[cfg(doc)]
 use crate::ThreadPool;
+
+/// The timers of a pool task's scheduler (`crate::time` binds a timer with it): with `std`,
+/// of the task this thread is polling; else of the task `waker` belongs to, if it is one of
+/// ours.
+pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::time::TimerHandle> {
+    #[cfg(feature = "std")]
+    if let Some(header) = current::polling() {
+        // SAFETY: the task being polled on this thread is live for the whole poll.
+        return unsafe { raw::Header::timers(header) };
+    }
+    let waker = waker?;
+    if !core::ptr::eq(waker.vtable(), &raw::WAKER_VTABLE) {
+        return None;
+    }
+    let header = core::ptr::NonNull::new(waker.data().cast_mut().cast::<raw::Header>())?;
+    // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
+    unsafe { raw::Header::timers(header) }
+}
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its
 /// worker's queue and other tasks run first.

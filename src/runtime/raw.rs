@@ -52,6 +52,7 @@ use super::state::State;
 use crate::latch::Signal;
 use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
+use crate::time::TimerHandle;
 
 /// What a task needs from whatever runs it: the pool (`super::pool::PoolScheduler`) or, in
 /// the loom models, a queue the model drives by hand.
@@ -84,6 +85,14 @@ pub(crate) unsafe trait Schedule: 'static {
     /// # Safety
     /// Called once per task, as its very last action.
     unsafe fn release(sched: NonNull<()>);
+    /// The scheduler's timers, for a timer created or polled in one of its tasks
+    /// (`crate::time`); `None` (the default) for a scheduler without.
+    ///
+    /// # Safety
+    /// `sched` is live.
+    unsafe fn timers(_sched: NonNull<()>) -> Option<TimerHandle> {
+        None
+    }
 }
 
 /// Who to tell when the task completes.
@@ -112,6 +121,8 @@ pub(crate) struct Vtable {
     wait: unsafe fn(NonNull<Header>, &Signal),
     /// Frees the allocation (the last reference is gone).
     dealloc: unsafe fn(NonNull<Header>),
+    /// The scheduler's timers (see [`Schedule::timers`]).
+    timers: unsafe fn(NonNull<()>) -> Option<TimerHandle>,
 }
 
 /// The type-independent part of every task; first in the allocation, with the pool's `Task`
@@ -167,6 +178,7 @@ where
         drop_output: drop_output::<F, Sch>,
         wait: wait::<Sch>,
         dealloc: dealloc::<F, Sch>,
+        timers: Sch::timers,
     };
 }
 
@@ -226,6 +238,17 @@ impl Header {
     pub(crate) fn is_complete(header: NonNull<Header>) -> bool {
         // SAFETY: the caller holds a reference (a JoinHandle).
         unsafe { header.as_ref() }.load(Ordering::Acquire).is_complete()
+    }
+
+    /// The timers of the scheduler this task runs on (`crate::time`).
+    ///
+    /// # Safety
+    /// The caller holds a reference on the task (or polls it).
+    pub(crate) unsafe fn timers(header: NonNull<Header>) -> Option<TimerHandle> {
+        // SAFETY: the caller's contract; the scheduler outlives its tasks.
+        let h = unsafe { header.as_ref() };
+        // SAFETY: `sched` is live while the task is.
+        unsafe { (h.vtable.timers)(h.sched) }
     }
 
     /// The state (for Debug).

@@ -681,7 +681,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// The pool has no thread: start one before accepting work, so a pool that can never run
     /// anything says so instead of queueing silently.
     #[cold]
-    fn start_first_thread(&self) -> Result<(), Error> {
+    pub(crate) fn start_first_thread(&self) -> Result<(), Error> {
         let inner = self.inner();
         if inner.injector.is_closed() {
             return Err(Error::Shutdown);
@@ -735,6 +735,9 @@ impl<S: Spawner> ThreadPool<S> {
         }
         inner.injector.close();
         inner.begin_shutdown();
+        // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
+        // tasks queued), and shutdown never waits for a deadline.
+        inner.shutdown_timers();
         inner.wait_for_threads();
         inner.spawner.join_all();
         // Left-overs: tasks no thread could ever run, and external submits that were accepted
@@ -805,6 +808,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             if !inner.shutdown_claimed.swap(true, Ordering::AcqRel) {
                 inner.injector.close();
                 inner.begin_shutdown();
+                inner.shutdown_timers();
                 inner.spawner.detach_all();
             }
             return;

@@ -189,6 +189,26 @@ impl<S: Spawner> Inner<S> {
         // `notified` there.
     }
 
+    /// Unparks one idle worker other than `me` (whose bit is set in the idle map), leaving its
+    /// bit for it to clear: the timer parker hands its role on (`time::driver`).
+    #[cold]
+    pub(crate) fn unpark_idle_except(&self, me: usize) {
+        for (word_index, word) in self.idle_map.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            while bits != 0 {
+                let index = word_index * WORD_BITS + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if index != me {
+                    if let Some(worker) = self.worker_at(index) {
+                        // SAFETY: workers live until the pool is dropped.
+                        unsafe { worker.as_ref() }.parker.unpark();
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
     #[inline]
     pub(crate) fn worker_at(&self, index: usize) -> Option<NonNull<Worker<S>>> {
         NonNull::new(self.worker_table.get(index)?.load(Ordering::Acquire))
@@ -358,7 +378,8 @@ impl<S: Spawner> Inner<S> {
         let s = self.load_sync(Ordering::Relaxed);
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
-            me.parker.park();
+            // The parker, or with a timeout if this worker is the timer parker (`time::driver`).
+            self.park_worker(me);
         }
         // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
         // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here

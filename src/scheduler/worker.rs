@@ -233,6 +233,7 @@ impl<S: Spawner> Inner<S> {
         if !me.ring.is_empty() {
             self.notify(false);
         }
+        self.timers_at_tick_end(me);
     }
 
     /// Finds a task (see the module docs for the order). The bool says whether more tasks
