@@ -595,6 +595,21 @@ int pool_worker_stats(const struct pool *pool, size_t index, struct pool_stats *
  */
 int pool_global_stats(struct pool_stats *out);
 
+/**
+ * Submits `task` to `pool` to run no earlier than `delay_ns` nanoseconds from now, exactly
+ * once. The pool allocates one small entry per call (a `struct task` has no room for a
+ * deadline) and frees it when the delay expires; a delay of 0 submits at once without one.
+ * At `pool_shutdown`, a delayed task still pending is queued then and runs early, as every
+ * queued task does: shutdown never waits for a deadline.
+ *
+ * On POOL_OK the pool owns the task until its callback starts (as `pool_submit_to`). On any
+ * error it was not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task,
+ * NULL callback), POOL_ERR_NOMEM (the entry could not be allocated), POOL_ERR_SHUTDOWN
+ * (shutdown has begun; a pool task's own delayed submits are then queued at once instead),
+ * POOL_ERR_SPAWN (the pool has no thread and could not start one).
+ */
+int pool_submit_after(struct pool *pool, struct task *task, uint64_t delay_ns);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -53,6 +53,8 @@ mod platform;
 pub use platform::*;
 mod stats;
 pub use stats::*;
+mod timer;
+pub use timer::*;
 
 /// A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
 ///

@@ -159,6 +159,15 @@ impl<S: Spawner> Inner<S> {
     }
 }
 
+/// Why [`ThreadPool::try_submit_after`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AfterError {
+    /// As `submit`, or no clock (`InvalidArgument`).
+    Pool(Error),
+    /// The entry could not be allocated.
+    NoMemory,
+}
+
 /// A delayed intrusive task ([`ThreadPool::submit_after`]): the one allocation per call.
 #[repr(C)]
 struct Delayed<S: Spawner> {
@@ -299,22 +308,43 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub unsafe fn submit_after(&self, task: NonNull<Task>, delay: Duration) -> Result<(), Error> {
+        // SAFETY: forwarded contract.
+        match unsafe { self.try_submit_after(task, delay) } {
+            Ok(()) => Ok(()),
+            Err(AfterError::Pool(e)) => Err(e),
+            Err(AfterError::NoMemory) => alloc::alloc::handle_alloc_error(core::alloc::Layout::new::<Delayed<S>>()),
+        }
+    }
+
+    /// [`submit_after`](Self::submit_after), reporting a failed allocation instead of aborting
+    /// (the C layer's `POOL_ERR_NOMEM`).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit).
+    pub(crate) unsafe fn try_submit_after(&self, task: NonNull<Task>, delay: Duration) -> Result<(), AfterError> {
         let inner = self.inner();
-        let Some(now) = inner.spawner.now_ns() else { return Err(Error::InvalidArgument) };
+        let Some(now) = inner.spawner.now_ns() else { return Err(AfterError::Pool(Error::InvalidArgument)) };
         if delay.is_zero() {
             // SAFETY: forwarded contract.
-            return unsafe { self.submit(task) };
+            return unsafe { self.submit(task) }.map_err(AfterError::Pool);
         }
         if self.current_worker().is_none() && inner.injector.is_closed() {
-            return Err(Error::Shutdown);
+            return Err(AfterError::Pool(Error::Shutdown));
         }
         if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
             // A pool with no thread could never fire it: start one first (as `submit` does).
-            self.start_first_thread()?;
+            self.start_first_thread().map_err(AfterError::Pool)?;
         }
         let deadline = now.saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
+        let layout = core::alloc::Layout::new::<Delayed<S>>();
+        // SAFETY: `Delayed` is not zero-sized.
+        let boxed = unsafe { alloc::alloc::alloc(layout) }.cast::<Delayed<S>>();
+        if boxed.is_null() {
+            return Err(AfterError::NoMemory);
+        }
+        // SAFETY: a fresh allocation with `Delayed`'s layout: `Box::from_raw` frees it later.
+        unsafe { boxed.write(Delayed::<S> { entry: Entry::new(), task, pool: NonNull::from(inner) }) };
         inner.runtime.acquire();
-        let boxed = Box::into_raw(Box::new(Delayed::<S> { entry: Entry::new(), task, pool: NonNull::from(inner) }));
         // SAFETY: `boxed` is live; the entry is its first field.
         let entry = unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*boxed).entry)) };
         // SAFETY: the box stays put until the wheel fires it (it is never cancelled).
@@ -339,7 +369,7 @@ impl<S: Spawner> ThreadPool<S> {
                 unsafe { Inner::<S>::release_of(NonNull::from(inner).cast()) };
                 // Shutdown began after the check above: as `submit` would then.
                 // SAFETY: forwarded contract.
-                unsafe { self.submit(task) }
+                unsafe { self.submit(task) }.map_err(AfterError::Pool)
             }
         }
     }

@@ -67,6 +67,8 @@ use core::ops::{Add, Sub};
 use core::ptr::NonNull;
 use core::time::Duration;
 
+#[cfg_attr(not(feature = "capi"), allow(unused_imports))]
+pub(crate) use driver::AfterError;
 pub use sleep::{interval, sleep, sleep_until, timeout, Elapsed, Interval, Sleep, Timeout};
 pub(crate) use wheel::Timers;
 
