@@ -326,12 +326,10 @@ fn submit_after_runs_once_never_early() {
         let pool = pool(2);
         let per_thread = 200;
         let threads = 4;
-        let jobs: Arc<Vec<Delayed>> = Arc::new(
-            (0..threads * per_thread + 5)
-                .map(|_| Delayed { task: Task::new(delayed_run), not_before: 0, clock: Arc::as_ptr(&pool), ran: AtomicU64::new(0) })
-                .collect(),
-        );
-        let base = Arc::as_ptr(&jobs);
+        let jobs: Box<[Delayed]> = (0..threads * per_thread + 5)
+            .map(|_| Delayed { task: Task::new(delayed_run), not_before: 0, clock: Arc::as_ptr(&pool), ran: AtomicU64::new(0) })
+            .collect();
+        let base = jobs.as_ptr();
         std::thread::scope(|s| {
             for t in 0..threads {
                 let pool = &pool;
@@ -343,7 +341,7 @@ fn submit_after_runs_once_never_early() {
                         // SAFETY: each job is submitted once; `jobs` outlives the pool's use
                         // (we wait for every run below). Written before the submit publishes it.
                         unsafe {
-                            let job = (*jobs.0).as_ptr().add(t * per_thread + i).cast_mut();
+                            let job = jobs.0.add(t * per_thread + i).cast_mut();
                             (*job).not_before = pool.now().unwrap().as_nanos() + delay.as_nanos() as u64;
                             pool.submit_after(NonNull::new_unchecked(&raw mut (*job).task), delay).unwrap();
                         }
