@@ -19,6 +19,7 @@ mod forkjoin;
 mod ours;
 mod peers;
 mod report;
+mod timers;
 mod tokio_sched;
 
 use std::io::Write;
@@ -148,6 +149,7 @@ fn workloads() -> Vec<Workload> {
     ]
     .into_iter()
     .chain(tokio_sched::workloads())
+    .chain(timers::workloads())
     .chain(blocking_pool::workloads())
     .chain(c_spawn::workloads())
     .collect()
