@@ -59,6 +59,7 @@ pub(crate) mod sync;
 mod sync_word;
 mod task;
 pub mod time;
+pub mod io;
 
 #[cfg(feature = "std")]
 mod os;

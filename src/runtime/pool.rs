@@ -37,6 +37,8 @@ pub(crate) struct PoolRuntime {
     refs: CachePadded<AtomicUsize>,
     /// The pool's timing wheel (`crate::time`).
     pub(crate) timers: crate::time::Timers,
+    /// The pool's I/O driver, if one is installed (`crate::io`).
+    pub(crate) driver: crate::io::DriverSlot,
 }
 
 impl fmt::Debug for PoolRuntime {
@@ -47,7 +49,7 @@ impl fmt::Debug for PoolRuntime {
 
 impl PoolRuntime {
     pub(crate) fn new() -> Self {
-        Self { refs: CachePadded(AtomicUsize::new(1)), timers: crate::time::Timers::new() }
+        Self { refs: CachePadded(AtomicUsize::new(1)), timers: crate::time::Timers::new(), driver: crate::io::DriverSlot::new() }
     }
 
     /// A task (or a bound timer) takes a reference on the pool.

@@ -178,7 +178,7 @@ impl<S: Spawner> Inner<S> {
                     if let Some(worker) = worker {
                         // SAFETY: workers live until the pool is dropped (after every thread
                         // is joined), so the pointer from the table is valid.
-                        unsafe { worker.as_ref() }.parker.unpark();
+                        self.unpark_worker(unsafe { worker.as_ref() });
                     }
                     return;
                 }
@@ -201,7 +201,7 @@ impl<S: Spawner> Inner<S> {
                 if index != me {
                     if let Some(worker) = self.worker_at(index) {
                         // SAFETY: workers live until the pool is dropped.
-                        unsafe { worker.as_ref() }.parker.unpark();
+                        self.unpark_worker(unsafe { worker.as_ref() });
                     }
                     return;
                 }
@@ -324,7 +324,7 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            self.park(me, &is_done);
+            self.park(me, &is_done, done.is_none());
             s = self.load_sync(Ordering::Relaxed);
         }
     }
@@ -366,7 +366,9 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
-    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) {
+    /// `may_drive`: the worker may block in the I/O driver (not while it waits for a latch,
+    /// whose setter unparks only its parker).
+    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool, may_drive: bool) {
         if self.spin(is_done) {
             return;
         }
@@ -378,8 +380,9 @@ impl<S: Spawner> Inner<S> {
         let s = self.load_sync(Ordering::Relaxed);
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
-            // The parker, or with a timeout if this worker is the timer parker (`time::driver`).
-            self.park_worker(me);
+            // The parker; with the next timer deadline as timeout, or in the I/O driver, if this
+            // worker takes the timer-parker role (`time::driver`).
+            self.park_worker(me, may_drive);
         }
         // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
         // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
@@ -421,7 +424,7 @@ impl<S: Spawner> Inner<S> {
         while let Some(w) = NonNull::new(worker) {
             // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
             let w = unsafe { w.as_ref() };
-            w.parker.unpark();
+            self.unpark_worker(w);
             worker = w.next;
         }
     }

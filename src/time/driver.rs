@@ -84,7 +84,7 @@ impl<S: Spawner> Inner<S> {
         if parker != 0 {
             if let Some(worker) = inner.worker_at(parker - 1) {
                 // SAFETY: workers live until the pool is dropped.
-                unsafe { worker.as_ref() }.parker.unpark();
+                inner.unpark_worker(unsafe { worker.as_ref() });
             }
             return;
         }
@@ -95,13 +95,17 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Hook: the end of a worker's tick (`scheduler::worker`, `end_tick`). One Relaxed load
-    /// when no timer is pending.
+    /// Hook: the end of a worker's tick (`scheduler::worker`, `end_tick`): fires due timers
+    /// and polls the I/O driver (`crate::io`). Two Relaxed loads when no timer is pending and
+    /// no driver is installed.
     #[inline]
-    pub(crate) fn timers_at_tick_end(&self, me: &Worker<S>) {
+    pub(crate) fn maintenance_at_tick_end(&self, me: &Worker<S>) {
         let next = self.timers().next_tick(Ordering::Relaxed);
         if next != super::wheel::NONE {
             self.timers_due(me, next);
+        }
+        if self.runtime.driver.is_installed() {
+            self.poll_driver();
         }
     }
 
@@ -116,36 +120,75 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
+    /// One worker at a time polls the driver (try-lock; design text 003).
+    #[cold]
+    #[inline(never)]
+    fn poll_driver(&self) {
+        if let Some(guard) = self.runtime.driver.try_lock() {
+            guard.driver.poll();
+        }
+    }
+
+    /// Unparks worker `w`: its parker, and the I/O driver if `w` may be blocked in it
+    /// (`crate::io`, "Waking"). Used by every path that wakes a particular worker.
+    #[inline]
+    pub(crate) fn unpark_worker(&self, w: &Worker<S>) {
+        w.parker.unpark();
+        // SeqCst: after the caller's notification or shutdown store (and its fence), so a
+        // worker that claims the role later sees those in its own re-read (`park_worker`).
+        if self.timers().parker.load(Ordering::SeqCst) == w.index + 1 {
+            if let Some(driver) = self.runtime.driver.get() {
+                driver.unpark();
+            }
+        }
+    }
+
     /// Hook: an idle worker parks (`scheduler::sleep`, `park`), in place of `me.parker.park()`.
-    /// With timers pending and no timer parker, it becomes the timer parker and parks until
-    /// the next deadline (module docs); otherwise it parks without a timeout.
-    pub(crate) fn park_worker(&self, me: &Worker<S>) {
+    /// With timers pending or an I/O driver installed, and nobody in the timer-parker role, it
+    /// takes the role: it blocks in the driver (if there is one and `may_drive`) or on its
+    /// parker, until the next deadline (module docs). Otherwise it parks without a timeout.
+    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool) {
         let timers = self.timers();
-        if timers.next_tick(Ordering::Relaxed) == super::wheel::NONE
+        let drive = may_drive && self.runtime.driver.is_installed();
+        if (timers.next_tick(Ordering::Relaxed) == super::wheel::NONE && !drive)
             || timers.parker.compare_exchange(0, me.index + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
         {
             me.parker.park();
             return;
         }
-        // SeqCst: the claim above, then this read (module docs).
+        // SeqCst, after the claim: the wheel's next deadline (module docs), and any wake aimed
+        // at us before our claim was visible (`unpark_worker`: it then unparked only our parker,
+        // which the driver does not watch).
         let next = timers.next_tick(Ordering::SeqCst);
-        let now = match self.spawner.now_ns() {
-            Some(now) if next != super::wheel::NONE => now,
-            _ => {
-                timers.parker.store(0, Ordering::SeqCst);
-                me.parker.park();
-                return;
+        let s = self.load_sync(Ordering::SeqCst);
+        if s.notified() || s.state() == crate::sync_word::State::Shutdown {
+            timers.parker.store(0, Ordering::SeqCst);
+            return;
+        }
+        let now = self.spawner.now_ns();
+        let timeout = match now {
+            Some(now) if next != super::wheel::NONE => {
+                Some(Duration::from_nanos(next.saturating_mul(1 << TICK_SHIFT).saturating_sub(now)))
             }
+            _ => None,
         };
-        let deadline_ns = next.saturating_mul(1 << TICK_SHIFT);
-        if now < deadline_ns {
-            me.parker.park_timeout(Duration::from_nanos(deadline_ns - now));
+        if timeout != Some(Duration::ZERO) {
+            match (drive, timeout) {
+                (true, _) => {
+                    if let Some(guard) = self.runtime.driver.lock() {
+                        guard.driver.park(timeout);
+                    }
+                }
+                (false, Some(timeout)) => me.parker.park_timeout(timeout),
+                (false, None) => me.parker.park(),
+            }
         }
         timers.parker.store(0, Ordering::SeqCst);
         if let Some(now) = self.spawner.now_ns() {
             timers.fire(tick_of(now), true);
         }
-        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.load_sync(Ordering::Relaxed).notified() {
+        let role_needed = drive || timers.next_tick(Ordering::Relaxed) != super::wheel::NONE;
+        if role_needed && self.load_sync(Ordering::Relaxed).notified() {
             // Woken for work: hand the role to another idle worker.
             self.unpark_idle_except(me.index);
         }
