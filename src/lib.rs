@@ -60,6 +60,8 @@ mod sync_word;
 mod task;
 pub mod time;
 pub mod io;
+#[cfg(feature = "net")]
+pub mod net;
 
 #[cfg(feature = "std")]
 mod os;
