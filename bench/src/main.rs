@@ -15,6 +15,7 @@
 mod blocking_pool;
 mod c_spawn;
 mod common;
+mod echo;
 mod forkjoin;
 mod ours;
 mod peers;
@@ -150,6 +151,7 @@ fn workloads() -> Vec<Workload> {
     .into_iter()
     .chain(tokio_sched::workloads())
     .chain(timers::workloads())
+    .chain(echo::workloads())
     .chain(blocking_pool::workloads())
     .chain(c_spawn::workloads())
     .collect()
