@@ -3,7 +3,8 @@
 //! thread running a tokio current-thread runtime with 64 connections, each doing
 //! [`ROUND_TRIPS`] round trips of a 64-byte message (write, then read the echo back). Per run:
 //! microseconds per request over the whole run (the lower the better) and, as the extra
-//! figure, requests per second.
+//! figure, requests per second. `ECHO_SPINS=n` sets our pool's `Config::idle_spins` (the
+//! default otherwise), to see what the idle spin costs the client on a 2-core machine.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,7 +72,8 @@ fn drive(addr: SocketAddr) -> Sample {
 fn contenders() -> Vec<Contender> {
     vec![
         Contender::new("pool", "pool::net on ThreadPool::spawn_future tasks (mio driver)", |threads| {
-            let pool = Arc::new(OurPool::new(Config { max_threads: threads, ..Config::default() }).expect("pool"));
+            let spins = std::env::var("ECHO_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(pool::DEFAULT_IDLE_SPINS);
+            let pool = Arc::new(OurPool::new(Config { max_threads: threads, idle_spins: spins, ..Config::default() }).expect("pool"));
             let net = pool::net::Net::install(&pool).expect("net");
             let listener = pool::net::TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).expect("bind");
             let addr = listener.local_addr().expect("addr");

@@ -187,9 +187,12 @@ impl<S: Spawner> Inner<S> {
         if let Some(now) = self.spawner.now_ns() {
             timers.fire(tick_of(now), true);
         }
-        let role_needed = drive || timers.next_tick(Ordering::Relaxed) != super::wheel::NONE;
-        if role_needed && self.load_sync(Ordering::Relaxed).notified() {
-            // Woken for work: hand the role to another idle worker.
+        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.load_sync(Ordering::Relaxed).notified() {
+            // Woken for work with timers pending: hand the role to another idle worker, so a
+            // deadline passing while we run long tasks still wakes someone. (Not for the I/O
+            // driver alone: as tokio's, it is polled at tick ends meanwhile and blocked in
+            // again by the next worker to go idle; a hand-over would cost a wake-up per
+            // event batch.)
             self.unpark_idle_except(me.index);
         }
     }
