@@ -121,3 +121,40 @@ fn idle_server_wakes_for_each_client() {
         }
     });
 }
+
+/// A worker blocked in a join (help-until-complete, it cannot wait in the poller) while the
+/// joined task waits for a connection: the other, idle worker must watch the poller. With a
+/// timer pending too, so the joining worker would be tempted to take the timer-parker role.
+#[test]
+fn io_is_watched_while_a_worker_waits_in_a_join() {
+    watchdog("io_is_watched_while_a_worker_waits_in_a_join", watchdog_secs(60), |_| {
+        let (pool, net) = pool_and_net(2);
+        let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let p = pool.clone();
+        let outer = pool
+            .spawn_future(async move {
+                let far = p.spawn_future(pool::time::sleep(Duration::from_secs(3600))).unwrap();
+                let inner = p
+                    .spawn_future(async move {
+                        let (s, _) = listener.accept().await.unwrap();
+                        let mut b = [0u8; 1];
+                        s.read_exact(&mut b).await.unwrap();
+                        b[0]
+                    })
+                    .unwrap();
+                // A blocking join on a worker: help-until-complete.
+                let got = inner.join().unwrap();
+                far.abort();
+                drop(p);
+                got
+            })
+            .unwrap();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        std::io::Write::write_all(&mut s, &[42]).unwrap();
+        assert_eq!(outer.join().unwrap(), 42);
+    });
+}

@@ -10,8 +10,11 @@
 //! * **Parking**: the idle worker that holds the timer-parker role (`time::driver`) takes the
 //!   lock and blocks in [`Driver::park`] with the next timer deadline as its timeout, instead of
 //!   its parker. Every other idle worker parks on its parker, without a timeout. A worker
-//!   waiting for a latch (`wait_for`, help-until-complete) never blocks in the driver: the
-//!   latch's setter unparks only its parker.
+//!   waiting for a latch (`wait_for`, help-until-complete) never blocks in the driver (the
+//!   latch's setter unparks only its parker) and, with a driver installed, does not take the
+//!   role either: so while *every* worker waits for a latch, neither I/O nor timers are
+//!   watched until one of them runs again (a pool whose tasks all block in joins on work
+//!   that waits for I/O or a timer needs another worker).
 //! * **Waking**: every path that wakes a particular worker (a notification's `wake_one`,
 //!   shutdown, a new earliest timer, the role's hand-over) unparks its parker and, if that
 //!   worker holds the role, calls [`Driver::unpark`] too. A worker that claims the role after

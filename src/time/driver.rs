@@ -149,8 +149,12 @@ impl<S: Spawner> Inner<S> {
     /// parker, until the next deadline (module docs). Otherwise it parks without a timeout.
     pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool) {
         let timers = self.timers();
-        let drive = may_drive && self.runtime.driver.is_installed();
+        let installed = self.runtime.driver.is_installed();
+        let drive = may_drive && installed;
+        // With a driver installed, the role goes only to a worker that can block in it (one
+        // waiting for a latch cannot): else the I/O would go unwatched while others idle.
         if (timers.next_tick(Ordering::Relaxed) == super::wheel::NONE && !drive)
+            || (installed && !may_drive)
             || timers.parker.compare_exchange(0, me.index + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
         {
             me.parker.park();
