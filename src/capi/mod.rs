@@ -55,6 +55,8 @@ mod stats;
 pub use stats::*;
 mod timer;
 pub use timer::*;
+mod driver;
+pub use driver::*;
 
 /// A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
 ///
