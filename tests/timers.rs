@@ -55,11 +55,12 @@ fn fires_in_deadline_order() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let n = 20;
         let now = pool.now().unwrap();
-        // Deadlines 3 ms apart (about three ticks), registered in a scrambled order.
+        // Deadlines 3 ms apart (about three ticks), registered in a scrambled order; the first
+        // 250 ms away, so every registration comes before it even on a stalled machine.
         let order: Vec<usize> = (0..n).map(|i| (i * 7) % n).collect();
         let mut sleeps: Vec<Pin<Box<pool::time::Sleep>>> = Vec::new();
         for &i in &order {
-            let mut s = Box::pin(pool.sleep_until(now + Duration::from_millis(5 + 3 * i as u64)));
+            let mut s = Box::pin(pool.sleep_until(now + Duration::from_millis(250 + 3 * i as u64)));
             let waker = Waker::from(Arc::new(LogWake(log.clone(), i)));
             assert!(poll_once(s.as_mut(), &waker).is_pending());
             sleeps.push(s);
@@ -71,7 +72,7 @@ fn fires_in_deadline_order() {
         let fired = log.lock().unwrap().clone();
         assert_eq!(fired, (0..n).collect::<Vec<_>>(), "fired out of deadline order");
         let after = pool.now().unwrap();
-        assert!(after >= now + Duration::from_millis(5 + 3 * (n as u64 - 1)), "fired early");
+        assert!(after >= now + Duration::from_millis(250 + 3 * (n as u64 - 1)), "fired early");
         assert!(sleeps.iter().all(|s| s.is_elapsed()));
         assert_eq!(pool.pending_timers(), 0);
     });
@@ -112,14 +113,16 @@ fn cancellation_by_drop_leaks_nothing() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let wake = Arc::new(LogWake(log.clone(), 0));
         let waker = Waker::from(wake.clone());
-        let mut s = Box::pin(pool.sleep(Duration::from_millis(2)));
+        // Two seconds: far enough that the first poll comes first even on a stalled machine
+        // (or under Miri), near enough to wait past it below.
+        let mut s = Box::pin(pool.sleep(Duration::from_secs(2)));
         assert!(poll_once(s.as_mut(), &waker).is_pending());
         assert_eq!(Arc::strong_count(&wake), 3, "the wheel holds a clone");
         assert_eq!(pool.pending_timers(), 1);
         drop(s);
         assert_eq!(Arc::strong_count(&wake), 2, "cancel dropped the wheel's clone");
         assert_eq!(pool.pending_timers(), 0);
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(2100));
         assert!(log.lock().unwrap().is_empty(), "a cancelled timer fired");
 
         // Tasks: an hour-long sleep in each of many tasks, aborted: every future is dropped
