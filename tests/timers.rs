@@ -412,3 +412,60 @@ fn no_clock_is_a_clear_error() {
         assert_eq!(r, Err(pool::Error::InvalidArgument));
     });
 }
+
+/// A task's future is dropped where it was pinned, never moved first: a `Sleep` inside it is
+/// linked into the wheel by address. A `!Unpin` future records its address at its first poll
+/// and checks it in `Drop`, on every way a task's future goes: completion, abort of an idle
+/// task, shutdown.
+#[test]
+fn pinned_future_is_dropped_in_place() {
+    use std::marker::PhantomPinned;
+    static MOVED: AtomicUsize = AtomicUsize::new(0);
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct Pinned {
+        at: usize,
+        ready: bool,
+        _pin: PhantomPinned,
+    }
+    impl Future for Pinned {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+            // SAFETY: nothing is moved out.
+            let this = unsafe { self.get_unchecked_mut() };
+            this.at = std::ptr::from_ref(this).addr();
+            if this.ready {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+    impl Drop for Pinned {
+        fn drop(&mut self) {
+            if self.at != 0 && self.at != std::ptr::from_ref(self).addr() {
+                MOVED.fetch_add(1, Ordering::Relaxed);
+            }
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    watchdog("pinned_future_is_dropped_in_place", watchdog_secs(30), |_| {
+        let pool = pool(2);
+        pool.spawn_future(Pinned { at: 0, ready: true, _pin: PhantomPinned }).unwrap().join().unwrap();
+        let idle = pool.spawn_future(Pinned { at: 0, ready: false, _pin: PhantomPinned }).unwrap();
+        while DROPS.load(Ordering::Relaxed) < 1 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20)); // polled once, now idle
+        idle.abort();
+        assert!(idle.join().unwrap_err().is_cancelled());
+        // A sleeping task cancelled by shutdown: its timer is unlinked where it was linked.
+        let h = pool.spawn_future(async { sleep(Duration::from_secs(3600)).await }).unwrap();
+        while pool.pending_timers() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        pool.shutdown().unwrap();
+        assert!(h.join().unwrap_err().is_cancelled());
+        assert_eq!(DROPS.load(Ordering::Relaxed), 2);
+        assert_eq!(MOVED.load(Ordering::Relaxed), 0, "a pinned future was moved before its drop");
+    });
+}

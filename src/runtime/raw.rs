@@ -271,12 +271,23 @@ unsafe fn cell<'a, F: Future, Sch>(header: NonNull<Header>) -> &'a Cell<F, Sch> 
 /// Replaces the stage; a panic in the old value's drop (the future's, or an unread output's)
 /// is caught and dropped.
 ///
+/// The old stage is dropped **in place**, never moved first: the future was pinned there, and
+/// a pinned future may hold intrusive state whose address others keep (a `time::Sleep`'s
+/// wheel entry stays linked at that address until its drop unlinks it). Moving it out and
+/// dropping the copy would unlink the wrong address (found by Miri in `tests/timers.rs`).
+///
 /// # Safety
 /// The caller has exclusive access to the stage (see the module docs).
 unsafe fn set_stage<F: Future, Sch>(header: NonNull<Header>, stage: Stage<F>) {
     // SAFETY: the caller's contract.
-    let old = unsafe { cell::<F, Sch>(header) }.stage.with_mut(|s| unsafe { core::ptr::replace(s, stage) });
-    let _ = catch(move || drop(old));
+    unsafe { cell::<F, Sch>(header) }.stage.with_mut(|s| {
+        // SAFETY: exclusive access (the caller's contract); the stage is initialised. A panic
+        // in the drop still drops the remaining fields while unwinding, so the slot holds no
+        // live value afterwards either way, and the write below does not leak or double-drop.
+        let _ = catch(|| unsafe { core::ptr::drop_in_place(s) });
+        // SAFETY: as above; the slot's old value was dropped just now.
+        unsafe { core::ptr::write(s, stage) };
+    });
 }
 
 /// Drops one reference; frees the task if it was the last.
