@@ -28,7 +28,7 @@
 //! ```
 //!
 //! # Readiness
-//! Each registered socket has a [`ScheduledIo`]: a readiness word (readable, writable, and a
+//! Each registered socket has a `ScheduledIo`: a readiness word (readable, writable, and a
 //! count of events in the high bits) and one waker per direction. The driver's dispatch sets
 //! the bits, bumps the count and wakes the wakers. An operation waits until its direction is
 //! ready, tries the system call and, on `WouldBlock`, clears the direction only if no event

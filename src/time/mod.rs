@@ -32,7 +32,7 @@
 //!   late, plus scheduling.
 //! * **Who fires** (`driver.rs`): the scheduler's two hooks. At the end of each tick (every 128
 //!   tasks run, `scheduler::worker`), worker 0 fires the timers that are due, and any other
-//!   worker does if they are overdue by [`STALE_TICKS`] (worker 0 is busy in a long task); with
+//!   worker does if they are overdue by `STALE_TICKS` (2 ticks: worker 0 is busy in a long task); with
 //!   no timer pending that costs one Relaxed load per tick. An idle worker about to sleep
 //!   claims the *timer parker* role if nobody holds it and parks with a timeout equal to the
 //!   next deadline; every other idle worker parks without a timeout, so a timer wakes exactly
