@@ -190,8 +190,8 @@ int main(void)
     /* 3. a delayed submit: the worker in the driver waits for its deadline */
     sleep_us(5000);
     later.task.callback = delayed_run;
-    later.not_before = now_sec() + 0.030;
-    CHECK_STATUS(pool_submit_after(pool, &later.task, 30000000ULL), POOL_OK, "delayed submit");
+    later.not_before = now_sec() + 0.300; /* long enough to be parked first, even under valgrind */
+    CHECK_STATUS(pool_submit_after(pool, &later.task, 300000000ULL), POOL_OK, "delayed submit");
     wait_until(delayed_seen, &later, NULL, "a delayed task with a driver installed");
     CHECK_EQ(atomic_load(&later.early), 0, "the delayed task did not run early");
     CHECK(atomic_load(&d.timed_parks) > 0, "the driver's park got the deadline as its timeout");
