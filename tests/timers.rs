@@ -331,10 +331,12 @@ fn submit_after_runs_once_never_early() {
         let pool = pool(2);
         let per_thread = 200;
         let threads = 4;
-        let jobs: Box<[Delayed]> = (0..threads * per_thread + 5)
+        let mut jobs: Box<[Delayed]> = (0..threads * per_thread + 5)
             .map(|_| Delayed { task: Task::new(delayed_run), not_before: 0, clock: Arc::as_ptr(&pool), ran: AtomicU64::new(0) })
             .collect();
-        let base = jobs.as_ptr();
+        // One mutable base pointer for every access until the checks at the end (the jobs are
+        // written by the submitting threads and the pool meanwhile).
+        let base = jobs.as_mut_ptr();
         std::thread::scope(|s| {
             for t in 0..threads {
                 let pool = &pool;
@@ -346,7 +348,7 @@ fn submit_after_runs_once_never_early() {
                         // SAFETY: each job is submitted once; `jobs` outlives the pool's use
                         // (we wait for every run below). Written before the submit publishes it.
                         unsafe {
-                            let job = jobs.0.add(t * per_thread + i).cast_mut();
+                            let job = jobs.0.cast_mut().add(t * per_thread + i);
                             (*job).not_before = pool.now().unwrap().as_nanos() + delay.as_nanos() as u64;
                             pool.submit_after(NonNull::new_unchecked(&raw mut (*job).task), delay).unwrap();
                         }
@@ -361,7 +363,7 @@ fn submit_after_runs_once_never_early() {
         for k in 0..5 {
             // SAFETY: as above.
             unsafe {
-                let job = jobs.as_ptr().add(threads * per_thread + k).cast_mut();
+                let job = base.add(threads * per_thread + k);
                 pool.submit_after(NonNull::new_unchecked(&raw mut (*job).task), Duration::from_secs(3600)).unwrap();
             }
         }
@@ -372,7 +374,7 @@ fn submit_after_runs_once_never_early() {
         assert_eq!(AFTER_EARLY.load(Ordering::Relaxed), 0, "a delayed task ran early");
         assert!(jobs.iter().all(|j| j.ran.load(Ordering::Relaxed) == 1), "a delayed task ran twice or never");
         // SAFETY: as above; the pool is shut down.
-        let refused = unsafe { pool.submit_after(NonNull::new_unchecked(&raw const jobs[0].task as *mut Task), Duration::from_millis(1)) };
+        let refused = unsafe { pool.submit_after(NonNull::new_unchecked(&raw mut (*base).task), Duration::from_millis(1)) };
         assert_eq!(refused, Err(pool::Error::Shutdown));
         assert_eq!(pool.pending_timers(), 0);
     });
