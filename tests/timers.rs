@@ -248,11 +248,13 @@ fn hundred_thousand_concurrent_timers() {
                     early.fetch_add(1, Ordering::Relaxed);
                 }
                 drop(p);
-                done.fetch_add(1, Ordering::Relaxed);
+                // Release / Acquire below: each timer's removal from the wheel (before its
+                // wake) happens before the final `pending_timers` read.
+                done.fetch_add(1, Ordering::Release);
             })
             .unwrap();
         }
-        while done.load(Ordering::Relaxed) < n {
+        while done.load(Ordering::Acquire) < n {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(early.load(Ordering::Relaxed), 0);
