@@ -36,6 +36,7 @@
 //! lands between the call and the clear is never lost.
 
 use std::boxed::Box;
+use std::vec::Vec;
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
@@ -66,9 +67,9 @@ struct ScheduledIo {
 impl ScheduledIo {
     /// The driver saw an event with `ready` bits.
     fn dispatch(&self, ready: usize) {
-        // Release: pairs with the Acquire loads of the waiting operation.
-        self.readiness.fetch_add(EVENT_ONE, Ordering::Release);
-        self.readiness.fetch_or(ready, Ordering::Release);
+        // One RMW: the event count and the bits. Release: pairs with the Acquire loads of the
+        // waiting operation.
+        let _ = self.readiness.fetch_update(Ordering::Release, Ordering::Relaxed, |r| Some(r.wrapping_add(EVENT_ONE) | ready));
         let woken = {
             let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
             [if ready & READABLE != 0 { wakers[0].take() } else { None }, if ready & WRITABLE != 0 { wakers[1].take() } else { None }]
@@ -109,7 +110,8 @@ impl ScheduledIo {
 
 /// The driver: the OS poller, its waker, and the registered sockets by token.
 struct NetInner {
-    poll: Mutex<(mio::Poll, Events)>,
+    /// The poller, its event buffer, and the batch being dispatched (kept for its capacity).
+    poll: Mutex<(mio::Poll, Events, Vec<(Arc<ScheduledIo>, usize)>)>,
     registry: mio::Registry,
     waker: mio::Waker,
     ios: Mutex<HashMap<usize, Arc<ScheduledIo>>>,
@@ -119,27 +121,35 @@ struct NetInner {
 impl NetInner {
     fn turn(&self, timeout: Option<Duration>) {
         let mut guard = self.poll.lock().unwrap_or_else(PoisonError::into_inner);
-        let (poll, events) = &mut *guard;
+        let (poll, events, batch) = &mut *guard;
         if poll.poll(events, timeout).is_err() {
             // EINTR (or a poller error, which the next turn meets again): nothing dispatched;
             // the pool's loop comes back here.
             return;
         }
-        for event in events.iter() {
-            if event.token() == WAKER_TOKEN {
-                continue;
+        {
+            // One lock of the socket table per turn. Dispatch (which wakes tasks) runs after it
+            // is released: a woken task refused by a closing pool is dropped on this thread,
+            // and its socket's drop takes the table's lock.
+            let ios = self.ios.lock().unwrap_or_else(PoisonError::into_inner);
+            for event in events.iter() {
+                if event.token() == WAKER_TOKEN {
+                    continue;
+                }
+                let mut ready = 0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    ready |= READABLE;
+                }
+                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                    ready |= WRITABLE;
+                }
+                if let Some(io) = ios.get(&event.token().0) {
+                    batch.push((io.clone(), ready));
+                }
             }
-            let mut ready = 0;
-            if event.is_readable() || event.is_read_closed() || event.is_error() {
-                ready |= READABLE;
-            }
-            if event.is_writable() || event.is_write_closed() || event.is_error() {
-                ready |= WRITABLE;
-            }
-            let io = self.ios.lock().unwrap_or_else(PoisonError::into_inner).get(&event.token().0).cloned();
-            if let Some(io) = io {
-                io.dispatch(ready);
-            }
+        }
+        for (io, ready) in batch.drain(..) {
+            io.dispatch(ready);
         }
     }
 }
@@ -179,7 +189,7 @@ impl Net {
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
         let inner = Arc::new(NetInner {
-            poll: Mutex::new((poll, Events::with_capacity(1024))),
+            poll: Mutex::new((poll, Events::with_capacity(1024), Vec::with_capacity(1024))),
             registry,
             waker,
             ios: Mutex::new(HashMap::new()),

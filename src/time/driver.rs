@@ -169,13 +169,8 @@ impl<S: Spawner> Inner<S> {
             timers.parker.store(0, Ordering::SeqCst);
             return;
         }
-        let now = self.spawner.now_ns();
-        let timeout = match now {
-            Some(now) if next != super::wheel::NONE => {
-                Some(Duration::from_nanos(next.saturating_mul(1 << TICK_SHIFT).saturating_sub(now)))
-            }
-            _ => None,
-        };
+        let now = if next == super::wheel::NONE { None } else { self.spawner.now_ns() };
+        let timeout = now.map(|now| Duration::from_nanos(next.saturating_mul(1 << TICK_SHIFT).saturating_sub(now)));
         if timeout != Some(Duration::ZERO) {
             match (drive, timeout) {
                 (true, _) => {
@@ -188,8 +183,10 @@ impl<S: Spawner> Inner<S> {
             }
         }
         timers.parker.store(0, Ordering::SeqCst);
-        if let Some(now) = self.spawner.now_ns() {
-            timers.fire(tick_of(now), true);
+        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE {
+            if let Some(now) = self.spawner.now_ns() {
+                timers.fire(tick_of(now), true);
+            }
         }
         if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.load_sync(Ordering::Relaxed).notified() {
             // Woken for work with timers pending: hand the role to another idle worker, so a
