@@ -69,8 +69,9 @@ impl Driver for CDriver {
 pub extern "C" fn pool_set_driver(pool: *mut Pool, driver: *const pool_driver) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(driver) = NonNull::new(driver.cast_mut()) else { return POOL_ERR_INVALID };
         // SAFETY: non-null; the caller passes a readable `struct pool_driver` (pool.h).
-        let Some(d) = (unsafe { driver.as_ref() }) else { return POOL_ERR_INVALID };
+        let d = unsafe { driver.as_ptr().read() };
         let (Some(poll), Some(park), Some(unpark)) = (d.poll, d.park, d.unpark) else { return POOL_ERR_INVALID };
         let driver = CDriver { context: d.context, poll, park, unpark };
         // SAFETY: `pool` is a live pool (pool.h contract).

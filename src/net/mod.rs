@@ -109,9 +109,11 @@ impl ScheduledIo {
 }
 
 /// The driver: the OS poller, its waker, and the registered sockets by token.
+/// The poller, its event buffer, and the batch being dispatched (kept for its capacity).
+type Poller = (mio::Poll, Events, Vec<(Arc<ScheduledIo>, usize)>);
+
 struct NetInner {
-    /// The poller, its event buffer, and the batch being dispatched (kept for its capacity).
-    poll: Mutex<(mio::Poll, Events, Vec<(Arc<ScheduledIo>, usize)>)>,
+    poll: Mutex<Poller>,
     registry: mio::Registry,
     waker: mio::Waker,
     ios: Mutex<HashMap<usize, Arc<ScheduledIo>>>,
