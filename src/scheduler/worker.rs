@@ -34,8 +34,9 @@
 //! streak reset, so work from outside and the tasks queued behind a chain of cache-hot LIFO
 //! tasks get their turn however the tasks wake each other. The tick end also runs the text's
 //! timer and I/O maintenance (`maintenance_at_tick_end`, `crate::time` and `crate::io`: two
-//! Relaxed loads when no timer is pending and no driver installed). The injector interval is retuned at the end of each of its own
-//! windows instead, `interval.rs`. Within a tick, the injector
+//! Relaxed loads when no timer is pending and no driver installed). The injector interval is
+//! retuned at the end of each of its own windows instead, `interval.rs`. Within a tick, the
+//! injector
 //! interval and [`MAX_LIFO_STREAK`] already bound
 //! the wait of injected and ring tasks; the budget is the outer bound that holds whatever
 //! those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
