@@ -36,10 +36,8 @@
 //! timer and I/O maintenance (`maintenance_at_tick_end`, `crate::time` and `crate::io`: two
 //! Relaxed loads when no timer is pending and no driver installed). The injector interval is
 //! retuned at the end of each of its own windows instead, `interval.rs`. Within a tick, the
-//! injector
-//! interval and [`MAX_LIFO_STREAK`] already bound
-//! the wait of injected and ring tasks; the budget is the outer bound that holds whatever
-//! those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
+//! injector interval and [`MAX_LIFO_STREAK`] already bound the wait of injected and ring tasks;
+//! the budget is the outer bound that holds whatever those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
 //! the budget costs one test and branch per task.
 //!
 //! # Lifetime
