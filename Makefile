@@ -96,7 +96,7 @@ test-c-valgrind: $(C_TESTS) $(CXX_TESTS) tool-valgrind
 test-rust:
 	$(CARGO) test --release
 	$(CARGO) test --release --no-default-features --lib
-	$(CARGO) test --release --features capi
+	$(CARGO) test --release --features capi,net
 
 # The C programs built with gcc's AddressSanitizer + UBSan (instruments the C side; the Rust
 # inside libpool.a is covered by TSan/Miri below), at 10% scale.

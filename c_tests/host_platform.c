@@ -11,6 +11,8 @@
  *     max_threads of them;
  *   - tasks that submit more tasks from inside the pool (a fan-out tree) all run;
  *   - idle workers block in the host's park (parks counted), and wake for new work;
+ *   - a delayed submit (pool_submit_after) runs once, not early, after a worker waited for
+ *     its deadline in the host's park_timeout; one pending at shutdown runs then;
  *   - shutdown calls the host's join once, after which every thread the host started has
  *     returned from `entry`; every parker the pool made is freed by pool_destroy;
  *   - a host that cannot start any thread: submit fails with POOL_ERR_SPAWN, the task is
@@ -410,6 +412,48 @@ static void test_work(void)
            atomic_load(&h.park_timeouts), atomic_load(&h.unparks));
 }
 
+/* A delayed submit on the host's platform: the worker waits for the deadline in the host's
+ * park_timeout; the task runs once, not early (CLOCK_MONOTONIC: the pool's clock too); one
+ * pending an hour away runs at shutdown, which does not wait for it. */
+static int delayed_ran(void *ctx)
+{
+    return atomic_load(&((struct job *)ctx)->runs) > 0;
+}
+
+static void test_delayed(void)
+{
+    struct host h;
+    struct pool_platform p;
+    struct pool *pool = NULL;
+    struct job soon, far;
+    struct timespec ts;
+    double t0, ran_at;
+    memset(&soon, 0, sizeof soon);
+    memset(&far, 0, sizeof far);
+    soon.task.callback = job_run;
+    far.task.callback = job_run;
+    host_init(&h, -1);
+    p = host_platform(&h);
+    if (!CHECK_STATUS(pool_create_with_platform(NULL, &p, &pool), POOL_OK, "create (delayed submit)"))
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t0 = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    /* 300 ms: long enough that the worker is parked before the deadline even under valgrind. */
+    CHECK_STATUS(pool_submit_after(pool, &soon.task, 300000000ULL), POOL_OK, "delayed submit on the host platform");
+    wait_until(delayed_ran, &soon, NULL, "delayed task on the host platform");
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ran_at = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    CHECK(ran_at - t0 >= 0.300, "the delayed task did not run early");
+    CHECK_EQ(atomic_load(&soon.off_host), 0, "ran on a host thread");
+    CHECK(atomic_load(&h.park_timeouts) > 0, "a worker waited for the deadline in the host's park_timeout");
+    CHECK_STATUS(pool_submit_after(pool, &far.task, 3600ULL * 1000000000ULL), POOL_OK, "an hour away");
+    CHECK_STATUS(pool_shutdown(pool), POOL_OK, "shutdown with a delayed task pending");
+    CHECK_EQ(atomic_load(&soon.runs), 1, "the delayed task ran once");
+    CHECK_EQ(atomic_load(&far.runs), 1, "the pending delayed task ran at shutdown");
+    pool_destroy(pool);
+    CHECK_EQ(atomic_load(&h.parkers), 0, "every parker freed");
+}
+
 static void test_spawn_failure(void)
 {
     struct host h;
@@ -500,6 +544,7 @@ int main(void)
     test_watchdog_start(120);
     test_invalid();
     test_work();
+    test_delayed();
     test_spawn_failure();
     test_null_parkers();
     test_loop();

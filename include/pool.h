@@ -89,6 +89,11 @@
 #define POOL_LATCH_WORDS 8
 
 /**
+ * `pool_driver.park`'s `timeout_ns` when there is no deadline.
+ */
+#define POOL_NO_TIMEOUT UINT64_MAX
+
+/**
  * Status codes returned by every `int` function of the C API.
  */
 enum pool_status {
@@ -462,6 +467,35 @@ struct pool_stats {
   size_t reserved[POOL_RESERVED_WORDS];
 };
 
+/**
+ * An I/O driver provided by the host (an event loop: epoll, kqueue, an RTOS event group).
+ * Every function pointer must be non-NULL. The pool calls `poll` at its workers' tick ends and
+ * `park` when one idle worker blocks in the driver instead of its parker, never two of them at
+ * once; `unpark` from any thread at any time. All three run on pool threads, and may submit
+ * tasks to the pool (`pool_submit_to`: that is how the driver wakes the work waiting for I/O);
+ * they must stay callable, and `context` valid, until `pool_destroy` returns.
+ */
+struct pool_driver {
+  /**
+   * Passed as the first argument of every callback.
+   */
+  void *context;
+  /**
+   * Dispatches whatever I/O is ready, without blocking.
+   */
+  void (*poll)(void *context);
+  /**
+   * Blocks until some I/O is ready, `unpark` is called, or `timeout_ns` nanoseconds pass
+   * (POOL_NO_TIMEOUT: no limit), then dispatches what is ready. May return early. An
+   * `unpark` that comes before `park` must make it return at once.
+   */
+  void (*park)(void *context, uint64_t timeout_ns);
+  /**
+   * Makes a thread blocked in `park` return.
+   */
+  void (*unpark)(void *context);
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -747,6 +781,27 @@ int pool_worker_stats(const struct pool *pool, size_t index, struct pool_stats *
  * `pool_stats`. POOL_ERR_INVALID for NULL.
  */
 int pool_global_stats(struct pool_stats *out);
+
+/**
+ * Submits `task` to `pool` to run no earlier than `delay_ns` nanoseconds from now, exactly
+ * once. The pool allocates one small entry per call (a `struct task` has no room for a
+ * deadline) and frees it when the delay expires; a delay of 0 submits at once without one.
+ * At `pool_shutdown`, a delayed task still pending is queued then and runs early, as every
+ * queued task does: shutdown never waits for a deadline.
+ *
+ * On POOL_OK the pool owns the task until its callback starts (as `pool_submit_to`). On any
+ * error it was not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task,
+ * NULL callback), POOL_ERR_NOMEM (the entry could not be allocated), POOL_ERR_SHUTDOWN
+ * (shutdown has begun; a pool task's own delayed submits are then queued at once instead),
+ * POOL_ERR_SPAWN (the pool has no thread and could not start one).
+ */
+int pool_submit_after(struct pool *pool, struct task *task, uint64_t delay_ns);
+
+/**
+ * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
+ * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver.
+ */
+int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -63,6 +63,10 @@ mod shutdown;
 pub(crate) mod sync;
 mod sync_word;
 mod task;
+pub mod time;
+pub mod io;
+#[cfg(feature = "net")]
+pub mod net;
 
 #[cfg(feature = "std")]
 mod os;

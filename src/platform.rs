@@ -248,7 +248,9 @@ pub unsafe trait Spawner: Send + Sync + 'static {
     /// A monotonic clock in nanoseconds (any fixed origin), or `None` (the default) where the
     /// platform has none. With a clock, each busy worker times its polls (one reading every 8
     /// to 127 tasks) and looks at the injector about once per millisecond of work; without,
-    /// every 61st search (`scheduler/interval.rs`). Called only on the pool's worker threads.
+    /// every 61st search (`scheduler/interval.rs`). Timers (`crate::time`) read it too, from any
+    /// thread, so it must be one clock with one origin for all threads (per spawner); without
+    /// one, timers fail with a clear error.
     fn now_ns(&self) -> Option<u64> {
         None
     }

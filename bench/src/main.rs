@@ -15,10 +15,12 @@
 mod blocking_pool;
 mod c_spawn;
 mod common;
+mod echo;
 mod forkjoin;
 mod ours;
 mod peers;
 mod report;
+mod timers;
 mod tokio_sched;
 
 use std::io::Write;
@@ -198,6 +200,8 @@ fn workloads() -> Vec<Workload> {
     ]
     .into_iter()
     .chain(tokio_sched::workloads())
+    .chain(timers::workloads())
+    .chain(echo::workloads())
     .chain(blocking_pool::workloads())
     .chain(c_spawn::workloads())
     .collect()

@@ -366,6 +366,23 @@ pub fn idle_cpu() -> Vec<Contender> {
             drop(pool);
             sample
         })
+    }),
+    Contender::new("pool(timer 1h)", "as pool, plus one task asleep on a timer an hour away (pool::time::sleep)", |threads| {
+        Box::new(move || {
+            let pool = PoolBox::new(threads);
+            let p = pool.get();
+            let sleeper = p
+                .spawn_future(async { pool::time::sleep(std::time::Duration::from_secs(3600)).await })
+                .expect("spawn_future");
+            let sample = idle_sample(|| {
+                while p.pending_timers() == 0 {
+                    std::thread::yield_now();
+                }
+            });
+            drop(pool); // shutdown cancels the sleeper
+            assert!(sleeper.join().expect_err("cancelled at shutdown").is_cancelled());
+            sample
+        })
     })]
 }
 

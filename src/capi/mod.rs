@@ -70,6 +70,10 @@ pub use platform::*;
 pub(crate) mod process;
 mod stats;
 pub use stats::*;
+mod timer;
+pub use timer::*;
+mod driver;
+pub use driver::*;
 
 /// A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
 ///

@@ -37,7 +37,8 @@ const SELF_WOKEN: usize = 1;
 /// The word to restore after the poll of `header`, which is installed now.
 #[inline]
 pub(super) fn enter(header: NonNull<Header>) -> usize {
-    POLLING.with(|w| w.replace(header.as_ptr() as usize))
+    // Exposed: `polling` turns the word back into a pointer.
+    POLLING.with(|w| w.replace(header.as_ptr().expose_provenance()))
 }
 
 /// Ends the poll `enter` began (restoring `saved`); whether the task woke itself meanwhile.
@@ -67,4 +68,12 @@ pub(super) fn wake_self(header: NonNull<Header>) -> bool {
             false
         })
         .unwrap_or(false)
+}
+
+/// The task this thread is polling, if any (a timer binds to its pool, `crate::time`).
+#[inline]
+pub(crate) fn polling() -> Option<NonNull<Header>> {
+    // The word holds an address exposed by `enter` (a plain integer keeps the yield path's
+    // self-wake test a compare and an or): take that provenance back.
+    POLLING.try_with(|w| NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(w.get() & !SELF_WOKEN))).ok().flatten()
 }

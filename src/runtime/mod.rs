@@ -1,6 +1,7 @@
 //! The async runtime core (design text 003): spawn futures on the pool, wake them, await or
 //! block on their [`JoinHandle`]; [`ThreadPool::block_on`] for the main thread and
-//! [`yield_now`]. No I/O, no timers; `no_std` + `alloc`, generic over the pool's platform.
+//! [`yield_now`]; timers in [`crate::time`]. No I/O; `no_std` + `alloc`, generic over the pool's
+//! platform.
 //!
 //! ```
 //! # #[cfg(feature = "std")] {
@@ -80,8 +81,8 @@
 //!   fixed 61.
 //! * The cooperative budget: a worker runs at most 128 tasks (polls) per tick; at the end of a
 //!   tick its next search starts at the injector and its LIFO slot's task goes to the back of
-//!   its ring (`scheduler::worker`, tested in `tests/stats.rs`). The text also spends the tick
-//!   end on timer and I/O maintenance, which this runtime does not have.
+//!   its ring (`scheduler::worker`, tested in `tests/stats.rs`). The tick end also fires due
+//!   timers (worker 0, or any worker once they are overdue: `crate::time`); there is no I/O.
 //! * Parking: the text's `transitioning_to_park` flag guards a LIFO slot being filled for a
 //!   worker that is about to sleep. It cannot happen here: only the worker itself fills its
 //!   slot (so it is not asleep), the slot is stealable, and every submit goes through the
@@ -129,11 +130,29 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 pub use join::{JoinError, JoinHandle};
-pub(crate) use pool::PoolRuntime;
+pub(crate) use pool::{release_pool, PoolRuntime};
 pub use pool::RuntimeStats;
 
 #[cfg(doc)]
 use crate::ThreadPool;
+
+/// The timers of a pool task's scheduler (`crate::time` binds a timer with it): with `std`,
+/// of the task this thread is polling; else of the task `waker` belongs to, if it is one of
+/// ours.
+pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::time::TimerHandle> {
+    #[cfg(feature = "std")]
+    if let Some(header) = current::polling() {
+        // SAFETY: the task being polled on this thread is live for the whole poll.
+        return unsafe { raw::Header::timers(header) };
+    }
+    let waker = waker?;
+    if !core::ptr::eq(waker.vtable(), &raw::WAKER_VTABLE) {
+        return None;
+    }
+    let header = core::ptr::NonNull::new(waker.data().cast_mut().cast::<raw::Header>())?;
+    // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
+    unsafe { raw::Header::timers(header) }
+}
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its
 /// worker's queue and other tasks run first.

@@ -35,6 +35,10 @@ pub(crate) const JOIN_SPINS: u32 = 0;
 pub(crate) struct PoolRuntime {
     /// References to `Inner`: 1 for the `ThreadPool` handle + 1 per live task.
     refs: CachePadded<AtomicUsize>,
+    /// The pool's timing wheel (`crate::time`).
+    pub(crate) timers: crate::time::Timers,
+    /// The pool's I/O driver, if one is installed (`crate::io`).
+    pub(crate) driver: crate::io::DriverSlot,
 }
 
 impl fmt::Debug for PoolRuntime {
@@ -45,12 +49,12 @@ impl fmt::Debug for PoolRuntime {
 
 impl PoolRuntime {
     pub(crate) fn new() -> Self {
-        Self { refs: CachePadded(AtomicUsize::new(1)) }
+        Self { refs: CachePadded(AtomicUsize::new(1)), timers: crate::time::Timers::new(), driver: crate::io::DriverSlot::new() }
     }
 
-    /// A task takes a reference on the pool.
+    /// A task (or a bound timer) takes a reference on the pool.
     #[inline]
-    fn acquire(&self) {
+    pub(crate) fn acquire(&self) {
         // Relaxed: a new reference from an existing one (the handle's, or a task's), as
         // `Arc::clone`.
         self.refs.fetch_add(1, Ordering::Relaxed);
@@ -285,6 +289,11 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
         pool.wait_for(signal);
     }
 
+    unsafe fn timers(sched: NonNull<()>) -> Option<crate::time::TimerHandle> {
+        // SAFETY: the task's reference keeps `Inner` alive.
+        Some(unsafe { sched.cast::<Inner<S>>().as_ref() }.timer_handle())
+    }
+
     unsafe fn release(sched: NonNull<()>) {
         let inner = sched.cast::<Inner<S>>();
         // SAFETY: our reference keeps it alive until this call.
@@ -295,4 +304,14 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
             drop(unsafe { Box::from_raw(inner.as_ptr()) });
         }
     }
+}
+
+/// Drops a reference on the pool's memory taken with `PoolRuntime::acquire` (a task's, a bound
+/// timer's); the last one frees it.
+///
+/// # Safety
+/// `pool` is a live `Inner<S>` on which the caller owns one reference, which it gives up.
+pub(crate) unsafe fn release_pool<S: Spawner>(pool: NonNull<()>) {
+    // SAFETY: the caller's contract.
+    unsafe { <PoolScheduler<S> as Schedule>::release(pool) }
 }

@@ -52,6 +52,7 @@ use super::state::State;
 use crate::latch::Signal;
 use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
+use crate::time::TimerHandle;
 
 /// What a task needs from whatever runs it: the pool (`super::pool::PoolScheduler`) or, in
 /// the loom models, a queue the model drives by hand.
@@ -84,6 +85,14 @@ pub(crate) unsafe trait Schedule: 'static {
     /// # Safety
     /// Called once per task, as its very last action.
     unsafe fn release(sched: NonNull<()>);
+    /// The scheduler's timers, for a timer created or polled in one of its tasks
+    /// (`crate::time`); `None` (the default) for a scheduler without.
+    ///
+    /// # Safety
+    /// `sched` is live.
+    unsafe fn timers(_sched: NonNull<()>) -> Option<TimerHandle> {
+        None
+    }
 }
 
 /// Who to tell when the task completes.
@@ -112,6 +121,8 @@ pub(crate) struct Vtable {
     wait: unsafe fn(NonNull<Header>, &Signal),
     /// Frees the allocation (the last reference is gone).
     dealloc: unsafe fn(NonNull<Header>),
+    /// The scheduler's timers (see [`Schedule::timers`]).
+    timers: unsafe fn(NonNull<()>) -> Option<TimerHandle>,
 }
 
 /// The type-independent part of every task; first in the allocation, with the pool's `Task`
@@ -167,6 +178,7 @@ where
         drop_output: drop_output::<F, Sch>,
         wait: wait::<Sch>,
         dealloc: dealloc::<F, Sch>,
+        timers: Sch::timers,
     };
 }
 
@@ -228,6 +240,17 @@ impl Header {
         unsafe { header.as_ref() }.load(Ordering::Acquire).is_complete()
     }
 
+    /// The timers of the scheduler this task runs on (`crate::time`).
+    ///
+    /// # Safety
+    /// The caller holds a reference on the task (or polls it).
+    pub(crate) unsafe fn timers(header: NonNull<Header>) -> Option<TimerHandle> {
+        // SAFETY: the caller's contract; the scheduler outlives its tasks.
+        let h = unsafe { header.as_ref() };
+        // SAFETY: `sched` is live while the task is.
+        unsafe { (h.vtable.timers)(h.sched) }
+    }
+
     /// The state (for Debug).
     pub(crate) fn state(header: NonNull<Header>) -> State {
         // SAFETY: the caller holds a reference.
@@ -248,12 +271,23 @@ unsafe fn cell<'a, F: Future, Sch>(header: NonNull<Header>) -> &'a Cell<F, Sch> 
 /// Replaces the stage; a panic in the old value's drop (the future's, or an unread output's)
 /// is caught and dropped.
 ///
+/// The old stage is dropped **in place**, never moved first: the future was pinned there, and
+/// a pinned future may hold intrusive state whose address others keep (a `time::Sleep`'s
+/// wheel entry stays linked at that address until its drop unlinks it). Moving it out and
+/// dropping the copy would unlink the wrong address (found by Miri in `tests/timers.rs`).
+///
 /// # Safety
 /// The caller has exclusive access to the stage (see the module docs).
 unsafe fn set_stage<F: Future, Sch>(header: NonNull<Header>, stage: Stage<F>) {
     // SAFETY: the caller's contract.
-    let old = unsafe { cell::<F, Sch>(header) }.stage.with_mut(|s| unsafe { core::ptr::replace(s, stage) });
-    let _ = catch(move || drop(old));
+    unsafe { cell::<F, Sch>(header) }.stage.with_mut(|s| {
+        // SAFETY: exclusive access (the caller's contract); the stage is initialised. A panic
+        // in the drop still drops the remaining fields while unwinding, so the slot holds no
+        // live value afterwards either way, and the write below does not leak or double-drop.
+        let _ = catch(|| unsafe { core::ptr::drop_in_place(s) });
+        // SAFETY: as above; the slot's old value was dropped just now.
+        unsafe { core::ptr::write(s, stage) };
+    });
 }
 
 /// Drops one reference; frees the task if it was the last.

@@ -747,7 +747,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// The pool has no thread: start one before accepting work, so a pool that can never run
     /// anything says so instead of queueing silently.
     #[cold]
-    fn start_first_thread(&self) -> Result<(), Error> {
+    pub(crate) fn start_first_thread(&self) -> Result<(), Error> {
         let inner = self.inner();
         if inner.injector.is_closed() {
             return Err(Error::Shutdown);
@@ -799,6 +799,9 @@ impl<S: Spawner> ThreadPool<S> {
         let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
         inner.injector.close();
         inner.begin_shutdown();
+        // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
+        // tasks queued), and shutdown never waits for a deadline.
+        inner.shutdown_timers();
         inner.wait_for_threads();
         inner.spawner.join_all();
         // Left-overs: tasks no thread could ever run, and external submits that were accepted
@@ -875,6 +878,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             if inner.gate.detach() {
                 inner.injector.close();
                 inner.begin_shutdown();
+                inner.shutdown_timers();
                 inner.spawner.detach_all();
             }
             return;

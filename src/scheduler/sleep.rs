@@ -175,7 +175,7 @@ impl<S: Spawner> Inner<S> {
                     if let Some(worker) = worker {
                         // SAFETY: workers live until the pool is dropped (after every thread
                         // is joined), so the pointer from the table is valid.
-                        unsafe { worker.as_ref() }.parker.unpark();
+                        self.unpark_worker(unsafe { worker.as_ref() });
                     }
                     return;
                 }
@@ -184,6 +184,26 @@ impl<S: Spawner> Inner<S> {
         }
         // No bit set: the worker counted in `idle` has not reached `park` yet and will see
         // `notified` there.
+    }
+
+    /// Unparks one idle worker other than `me` (whose bit is set in the idle map), leaving its
+    /// bit for it to clear: the timer parker hands its role on (`time::driver`).
+    #[cold]
+    pub(crate) fn unpark_idle_except(&self, me: usize) {
+        for (word_index, word) in self.idle_map.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            while bits != 0 {
+                let index = word_index * WORD_BITS + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if index != me {
+                    if let Some(worker) = self.worker_at(index) {
+                        // SAFETY: workers live until the pool is dropped.
+                        self.unpark_worker(unsafe { worker.as_ref() });
+                    }
+                    return;
+                }
+            }
+        }
     }
 
     #[inline]
@@ -302,7 +322,7 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            self.park(cx.worker(), &is_done);
+            self.park(cx.worker(), &is_done, done.is_none());
             s = self.load_sync(Ordering::Relaxed);
         }
     }
@@ -362,7 +382,9 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
-    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) {
+    /// `may_drive`: the worker may block in the I/O driver (not while it waits for a latch,
+    /// whose setter unparks only its parker).
+    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool, may_drive: bool) {
         if self.spin(is_done) {
             return;
         }
@@ -374,7 +396,9 @@ impl<S: Spawner> Inner<S> {
         let s = self.load_sync(Ordering::Relaxed);
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
-            me.parker.park();
+            // The parker; with the next timer deadline as timeout, or in the I/O driver, if this
+            // worker takes the timer-parker role (`time::driver`).
+            self.park_worker(me, may_drive);
         }
         // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
         // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
@@ -416,7 +440,7 @@ impl<S: Spawner> Inner<S> {
         while let Some(w) = NonNull::new(worker) {
             // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
             let w = unsafe { w.as_ref() };
-            w.parker.unpark();
+            self.unpark_worker(w);
             worker = w.next;
         }
     }

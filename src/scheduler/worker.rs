@@ -40,12 +40,12 @@
 //! When a tick's budget is spent, the worker ends the tick (`end_tick`): its next search starts
 //! at the injector, and the task in its LIFO slot moves to the back of its ring with the LIFO
 //! streak reset, so work from outside and the tasks queued behind a chain of cache-hot LIFO
-//! tasks get their turn however the tasks wake each other. (The text's tick also runs timer and
-//! I/O maintenance; this runtime has no timers or I/O. The injector interval is retuned at the
-//! end of each of its own windows instead, `interval.rs`.) Within a tick, the injector
-//! interval and [`MAX_LIFO_STREAK`] already bound
-//! the wait of injected and ring tasks; the budget is the outer bound that holds whatever
-//! those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
+//! tasks get their turn however the tasks wake each other. The tick end also runs the text's
+//! timer and I/O maintenance (`maintenance_at_tick_end`, `crate::time` and `crate::io`: two
+//! Relaxed loads when no timer is pending and no driver installed). The injector interval is
+//! retuned at the end of each of its own windows instead, `interval.rs`. Within a tick, the
+//! injector interval and [`MAX_LIFO_STREAK`] already bound the wait of injected and ring tasks;
+//! the budget is the outer bound that holds whatever those two do. The tick is counted on the worker's own `polled` counter (see `stats.rs`), so
 //! the budget costs one test and branch per task.
 //!
 //! # Lifetime
@@ -362,6 +362,7 @@ impl<S: Spawner> Inner<S> {
         if !me.ring.is_empty() {
             self.notify(false);
         }
+        self.maintenance_at_tick_end(me);
     }
 
     /// Finds a task (see the module docs for the order). The bool says whether more tasks

@@ -11,11 +11,9 @@
 //! code using it reads the same under both.
 
 #[cfg(loom)]
-#[allow(unused_imports)] // AtomicBool: the C pool registry (not under loom)
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
-#[cfg_attr(not(feature = "capi"), allow(unused_imports))] // AtomicBool: the C pool registry
-pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 pub(crate) use core::sync::atomic::Ordering;
 

@@ -1,0 +1,182 @@
+//! The I/O driver hook (design text 003: "every worker try-locks the I/O poller"): a
+//! [`Driver`] that a pool calls at its workers' tick ends (non-blocking, one worker at a time)
+//! and that one idle worker blocks in instead of its parker, as tokio's driver does. The core
+//! knows only the trait (`no_std` + `alloc`); the `net` feature provides one on the OS poller
+//! with async sockets (`crate::net`).
+//!
+//! # Who calls what
+//! * **Tick end** (`scheduler::worker`, `end_tick`, every 128 tasks): a worker that gets the
+//!   driver's try-lock calls [`Driver::poll`]. One Relaxed load when no driver is installed.
+//! * **Parking**: the idle worker that holds the timer-parker role (`time::driver`) takes the
+//!   lock and blocks in [`Driver::park`] with the next timer deadline as its timeout, instead of
+//!   its parker. Every other idle worker parks on its parker, without a timeout. A worker
+//!   waiting for a latch (`wait_for`, help-until-complete) never blocks in the driver (the
+//!   latch's setter unparks only its parker) and, with a driver installed, does not take the
+//!   role either: so while *every* worker waits for a latch, neither I/O nor timers are
+//!   watched until one of them runs again (a pool whose tasks all block in joins on work
+//!   that waits for I/O or a timer needs another worker).
+//! * **Waking**: every path that wakes a particular worker (a notification's `wake_one`,
+//!   shutdown, a new earliest timer, the role's hand-over) unparks its parker and, if that
+//!   worker holds the role, calls [`Driver::unpark`] too. A worker that claims the role after
+//!   such a wake re-reads the pool's `Sync` word before it blocks (a SeqCst claim, then a
+//!   SeqCst load; the waker's notification came before its SeqCst read of the role), so it
+//!   never blocks through a wake it was meant to get.
+
+use alloc::boxed::Box;
+use core::fmt;
+use core::time::Duration;
+
+use crate::platform::Spawner;
+use crate::scheduler::{Error, ThreadPool};
+use crate::sync::{AtomicBool, AtomicPtr, Ordering};
+
+/// An I/O driver (see the module docs for when the pool calls each method). All three may be
+/// called from any of the pool's threads; `poll` and `park` never concurrently (the pool holds
+/// a lock around them), `unpark` at any time.
+///
+/// ```
+/// use core::sync::atomic::{AtomicUsize, Ordering};
+/// use core::time::Duration;
+///
+/// /// A driver with no I/O: parks by sleeping (a real one blocks in epoll, kqueue, an RTOS
+/// /// event group...), and counts its calls.
+/// #[derive(Default)]
+/// struct Counting(AtomicUsize);
+/// impl pool::io::Driver for Counting {
+///     fn poll(&self) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///     }
+///     fn park(&self, timeout: Option<Duration>) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         std::thread::sleep(timeout.unwrap_or(Duration::from_millis(1)).min(Duration::from_millis(1)));
+///     }
+///     fn unpark(&self) {}
+/// }
+///
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// pool.set_driver(Box::new(Counting::default())).unwrap();
+/// pool.block_on(pool.sleep(Duration::from_millis(5))); // the idle worker waits in `park`
+/// # }
+/// ```
+pub trait Driver: Send + Sync + 'static {
+    /// Dispatches whatever I/O is ready (wakes the tasks waiting for it) without blocking.
+    fn poll(&self);
+    /// Blocks until some I/O is ready, [`unpark`](Self::unpark) is called, or `timeout`
+    /// passes (`None`: no limit), then dispatches what is ready. May return early. An
+    /// `unpark` that comes before `park` makes it return at once (the token is kept).
+    fn park(&self, timeout: Option<Duration>);
+    /// Makes a thread blocked in [`park`](Self::park) return; from any thread.
+    fn unpark(&self);
+}
+
+/// A shared driver (the pool holds one reference; its sockets others).
+#[cfg(target_has_atomic = "ptr")]
+impl<D: Driver + ?Sized> Driver for alloc::sync::Arc<D> {
+    fn poll(&self) {
+        (**self).poll();
+    }
+    fn park(&self, timeout: Option<Duration>) {
+        (**self).park(timeout);
+    }
+    fn unpark(&self) {
+        (**self).unpark();
+    }
+}
+
+/// The pool's installed driver (at most one, set once) and the lock around `poll` / `park`.
+pub(crate) struct DriverSlot {
+    /// A leaked `Box<Box<dyn Driver>>` (a thin pointer), or null. Set once, freed on drop.
+    driver: AtomicPtr<Box<dyn Driver>>,
+    busy: AtomicBool,
+}
+
+impl fmt::Debug for DriverSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverSlot").field("installed", &self.get().is_some()).finish_non_exhaustive()
+    }
+}
+
+impl Drop for DriverSlot {
+    fn drop(&mut self) {
+        let ptr = self.driver.load(Ordering::Acquire);
+        if !ptr.is_null() {
+            // SAFETY: leaked from a Box in `set`; the pool is being freed, nobody calls it now.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+    }
+}
+
+/// The driver's lock, released on drop.
+pub(crate) struct DriverGuard<'a> {
+    slot: &'a DriverSlot,
+    pub(crate) driver: &'a dyn Driver,
+}
+
+impl Drop for DriverGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.busy.store(false, Ordering::Release);
+    }
+}
+
+impl DriverSlot {
+    pub(crate) fn new() -> Self {
+        Self { driver: AtomicPtr::new(core::ptr::null_mut()), busy: AtomicBool::new(false) }
+    }
+
+    /// The driver, if one is installed (Acquire: pairs with `set`'s Release).
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&dyn Driver> {
+        let ptr = self.driver.load(Ordering::Acquire);
+        // SAFETY: set once, freed only when the pool is.
+        (!ptr.is_null()).then(|| unsafe { &**ptr })
+    }
+
+    /// Whether a driver is installed (one Relaxed load: the tick end's check).
+    #[inline]
+    pub(crate) fn is_installed(&self) -> bool {
+        !self.driver.load(Ordering::Relaxed).is_null()
+    }
+
+    /// The lock, if free.
+    pub(crate) fn try_lock(&self) -> Option<DriverGuard<'_>> {
+        let driver = self.get()?;
+        self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        Some(DriverGuard { slot: self, driver })
+    }
+
+    /// The lock, waiting for a tick end's `poll` to finish (the timer parker's `park`).
+    pub(crate) fn lock(&self) -> Option<DriverGuard<'_>> {
+        let driver = self.get()?;
+        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            crate::sync::spin_hint();
+        }
+        Some(DriverGuard { slot: self, driver })
+    }
+
+    fn set(&self, driver: Box<dyn Driver>) -> Result<(), Box<dyn Driver>> {
+        let boxed = Box::into_raw(Box::new(driver));
+        match self.driver.compare_exchange(core::ptr::null_mut(), boxed, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => Ok(()),
+            // SAFETY: not published: still ours.
+            Err(_) => Err(*unsafe { Box::from_raw(boxed) }),
+        }
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Installs the pool's I/O driver (once). From then on the workers poll it at their tick
+    /// ends and one idle worker blocks in it (see [`crate::io`]).
+    ///
+    /// # Errors
+    /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped).
+    ///
+    /// Example: [`Driver`].
+    pub fn set_driver(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
+        let inner = self.inner();
+        inner.runtime.driver.set(driver).map_err(|_| Error::AlreadyStarted)?;
+        // Idle workers parked before it existed: one takes the role and blocks in it.
+        inner.notify(false);
+        Ok(())
+    }
+}

@@ -1,0 +1,462 @@
+//! Async sockets on the pool (feature `net`): an I/O [`Driver`] on the OS poller (mio: epoll
+//! on Linux) and readiness-based [`TcpListener`], [`TcpStream`] and [`UdpSocket`].
+//!
+//! ```
+//! use pool::net::{Net, TcpListener, TcpStream};
+//! use std::sync::Arc;
+//!
+//! let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap());
+//! let net = Net::install(&pool).unwrap();
+//! let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+//! let addr = listener.local_addr().unwrap();
+//! // An echo server task: one connection.
+//! pool.spawn_future(async move {
+//!     let (stream, _) = listener.accept().await.unwrap();
+//!     let mut buf = [0u8; 64];
+//!     let n = stream.read(&mut buf).await.unwrap();
+//!     stream.write_all(&buf[..n]).await.unwrap();
+//! })
+//! .unwrap();
+//! let reply = pool.block_on(async {
+//!     let stream = TcpStream::connect(&net, addr).await.unwrap();
+//!     stream.write_all(b"ping").await.unwrap();
+//!     let mut buf = [0u8; 4];
+//!     stream.read_exact(&mut buf).await.unwrap();
+//!     buf
+//! });
+//! assert_eq!(&reply, b"ping");
+//! ```
+//!
+//! # Readiness
+//! Each registered socket has a `ScheduledIo`: a readiness word (readable, writable, and a
+//! count of events in the high bits) and one waker per direction. The driver's dispatch sets
+//! the bits, bumps the count and wakes the wakers. An operation waits until its direction is
+//! ready, tries the system call and, on `WouldBlock`, clears the direction only if no event
+//! came since the readiness it saw (the count did not move), so an edge-triggered event that
+//! lands between the call and the clear is never lost.
+
+use std::boxed::Box;
+use std::vec::Vec;
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use mio::{Events, Interest, Token};
+
+use crate::io::Driver;
+use crate::{Spawner, ThreadPool};
+
+const WAKER_TOKEN: Token = Token(usize::MAX);
+const READABLE: usize = 1;
+const WRITABLE: usize = 2;
+const EVENT_ONE: usize = 4;
+
+/// The readiness of one registered socket (see the module docs).
+#[derive(Debug, Default)]
+struct ScheduledIo {
+    readiness: AtomicUsize,
+    /// The waiting reader's and writer's wakers.
+    wakers: Mutex<[Option<Waker>; 2]>,
+}
+
+impl ScheduledIo {
+    /// The driver saw an event with `ready` bits.
+    fn dispatch(&self, ready: usize) {
+        // One RMW: the event count and the bits. Release: pairs with the Acquire loads of the
+        // waiting operation.
+        let _ = self.readiness.fetch_update(Ordering::Release, Ordering::Relaxed, |r| Some(r.wrapping_add(EVENT_ONE) | ready));
+        let woken = {
+            let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+            [if ready & READABLE != 0 { wakers[0].take() } else { None }, if ready & WRITABLE != 0 { wakers[1].take() } else { None }]
+        };
+        for w in woken.into_iter().flatten() {
+            w.wake();
+        }
+    }
+
+    /// Ready in direction `dir` (READABLE or WRITABLE): the readiness word seen.
+    fn poll_ready(&self, dir: usize, cx: &Context<'_>) -> Poll<usize> {
+        let r = self.readiness.load(Ordering::Acquire);
+        if r & dir != 0 {
+            return Poll::Ready(r);
+        }
+        {
+            let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+            let slot = &mut wakers[usize::from(dir == WRITABLE)];
+            match slot {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => *slot = Some(cx.waker().clone()),
+            }
+        }
+        // After the waker is in place: an event dispatched before it was is seen here.
+        let r = self.readiness.load(Ordering::Acquire);
+        if r & dir != 0 {
+            Poll::Ready(r)
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// The call in direction `dir` would block: clear it unless an event came since `seen`.
+    fn clear(&self, seen: usize, dir: usize) {
+        let _ = self.readiness.compare_exchange(seen, seen & !dir, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+/// The driver: the OS poller, its waker, and the registered sockets by token.
+/// The poller, its event buffer, and the batch being dispatched (kept for its capacity).
+type Poller = (mio::Poll, Events, Vec<(Arc<ScheduledIo>, usize)>);
+
+struct NetInner {
+    poll: Mutex<Poller>,
+    registry: mio::Registry,
+    waker: mio::Waker,
+    ios: Mutex<HashMap<usize, Arc<ScheduledIo>>>,
+    next_token: AtomicUsize,
+}
+
+impl NetInner {
+    fn turn(&self, timeout: Option<Duration>) {
+        let mut guard = self.poll.lock().unwrap_or_else(PoisonError::into_inner);
+        let (poll, events, batch) = &mut *guard;
+        if poll.poll(events, timeout).is_err() {
+            // EINTR (or a poller error, which the next turn meets again): nothing dispatched;
+            // the pool's loop comes back here.
+            return;
+        }
+        {
+            // One lock of the socket table per turn. Dispatch (which wakes tasks) runs after it
+            // is released: a woken task refused by a closing pool is dropped on this thread,
+            // and its socket's drop takes the table's lock.
+            let ios = self.ios.lock().unwrap_or_else(PoisonError::into_inner);
+            for event in events.iter() {
+                if event.token() == WAKER_TOKEN {
+                    continue;
+                }
+                let mut ready = 0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    ready |= READABLE;
+                }
+                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                    ready |= WRITABLE;
+                }
+                if let Some(io) = ios.get(&event.token().0) {
+                    batch.push((io.clone(), ready));
+                }
+            }
+        }
+        for (io, ready) in batch.drain(..) {
+            io.dispatch(ready);
+        }
+    }
+}
+
+impl Driver for NetInner {
+    fn poll(&self) {
+        self.turn(Some(Duration::ZERO));
+    }
+    fn park(&self, timeout: Option<Duration>) {
+        self.turn(timeout);
+    }
+    fn unpark(&self) {
+        // An eventfd write: kept until the next poll if nobody is blocked yet.
+        let _ = self.waker.wake();
+    }
+}
+
+/// A pool's network driver; sockets are created on it. Cheap to clone.
+#[derive(Clone)]
+pub struct Net(Arc<NetInner>);
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net").finish_non_exhaustive()
+    }
+}
+
+impl Net {
+    /// Creates the driver and installs it as `pool`'s I/O driver
+    /// ([`ThreadPool::set_driver`]).
+    ///
+    /// # Errors
+    /// The OS poller could not be created, or the pool already has a driver
+    /// (`ErrorKind::AlreadyExists`).
+    pub fn install<S: Spawner>(pool: &ThreadPool<S>) -> io::Result<Net> {
+        let poll = mio::Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
+        let inner = Arc::new(NetInner {
+            poll: Mutex::new((poll, Events::with_capacity(1024), Vec::with_capacity(1024))),
+            registry,
+            waker,
+            ios: Mutex::new(HashMap::new()),
+            next_token: AtomicUsize::new(0),
+        });
+        pool.set_driver(Box::new(inner.clone())).map_err(|_| io::Error::new(io::ErrorKind::AlreadyExists, "the pool already has an I/O driver"))?;
+        Ok(Net(inner))
+    }
+
+    fn register(&self, source: &mut impl mio::event::Source, interest: Interest) -> io::Result<Registration> {
+        let token = self.0.next_token.fetch_add(1, Ordering::Relaxed);
+        let io = Arc::new(ScheduledIo::default());
+        self.0.ios.lock().unwrap_or_else(PoisonError::into_inner).insert(token, io.clone());
+        if let Err(e) = self.0.registry.register(source, Token(token), interest) {
+            self.0.ios.lock().unwrap_or_else(PoisonError::into_inner).remove(&token);
+            return Err(e);
+        }
+        Ok(Registration { net: self.clone(), token, io })
+    }
+}
+
+/// A socket's registration with the driver.
+struct Registration {
+    net: Net,
+    token: usize,
+    io: Arc<ScheduledIo>,
+}
+
+impl Registration {
+    /// Runs `op` when direction `dir` is ready, until it does not block.
+    async fn io<R>(&self, dir: usize, mut op: impl FnMut() -> io::Result<R>) -> io::Result<R> {
+        poll_fn(|cx| loop {
+            let seen = match self.io.poll_ready(dir, cx) {
+                Poll::Ready(r) => r,
+                Poll::Pending => return Poll::Pending,
+            };
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(seen, dir),
+                result => return Poll::Ready(result),
+            }
+        })
+        .await
+    }
+
+    fn deregister(&self, source: &mut impl mio::event::Source) {
+        let _ = self.net.0.registry.deregister(source);
+        self.net.0.ios.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+    }
+}
+
+/// An async TCP listener.
+pub struct TcpListener {
+    io: mio::net::TcpListener,
+    reg: Registration,
+}
+
+impl std::fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpListener").field("io", &self.io).finish_non_exhaustive()
+    }
+}
+
+impl TcpListener {
+    /// Binds to `addr` (non-blocking, registered with `net`).
+    ///
+    /// # Errors
+    /// As `bind(2)` / `listen(2)`.
+    pub fn bind(net: &Net, addr: SocketAddr) -> io::Result<TcpListener> {
+        let mut io = mio::net::TcpListener::bind(addr)?;
+        let reg = net.register(&mut io, Interest::READABLE)?;
+        Ok(TcpListener { io, reg })
+    }
+
+    /// The bound address.
+    ///
+    /// # Errors
+    /// As `getsockname(2)`.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.local_addr()
+    }
+
+    /// Waits for a connection.
+    ///
+    /// # Errors
+    /// As `accept(2)`, or registering the new socket.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (mut io, addr) = self.reg.io(READABLE, || self.io.accept()).await?;
+        let reg = self.reg.net.register(&mut io, Interest::READABLE | Interest::WRITABLE)?;
+        Ok((TcpStream { io, reg }, addr))
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        self.reg.deregister(&mut self.io);
+    }
+}
+
+/// An async TCP stream. Reads and writes take `&self`, so one task may read while another
+/// writes.
+pub struct TcpStream {
+    io: mio::net::TcpStream,
+    reg: Registration,
+}
+
+impl std::fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStream").field("io", &self.io).finish_non_exhaustive()
+    }
+}
+
+impl TcpStream {
+    /// Connects to `addr`.
+    ///
+    /// # Errors
+    /// As `connect(2)`.
+    pub async fn connect(net: &Net, addr: SocketAddr) -> io::Result<TcpStream> {
+        let mut io = mio::net::TcpStream::connect(addr)?;
+        let reg = net.register(&mut io, Interest::READABLE | Interest::WRITABLE)?;
+        let stream = TcpStream { io, reg };
+        // Connected once writable (mio's documented way): then the outcome is in SO_ERROR.
+        stream
+            .reg
+            .io(WRITABLE, || match stream.io.take_error()? {
+                Some(e) => Err(e),
+                None => match stream.io.peer_addr() {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+                    Err(e) => Err(e),
+                },
+            })
+            .await?;
+        Ok(stream)
+    }
+
+    /// Disables Nagle's algorithm (`TCP_NODELAY`).
+    ///
+    /// # Errors
+    /// As `setsockopt(2)`.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.io.set_nodelay(nodelay)
+    }
+
+    /// Reads into `buf`; 0 means the peer closed.
+    ///
+    /// # Errors
+    /// As `read(2)`.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reg.io(READABLE, || io::Read::read(&mut &self.io, buf)).await
+    }
+
+    /// Fills `buf` exactly.
+    ///
+    /// # Errors
+    /// As `read(2)`; `UnexpectedEof` if the peer closed first.
+    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.read(buf).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            buf = &mut buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes some of `buf`.
+    ///
+    /// # Errors
+    /// As `write(2)`.
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.reg.io(WRITABLE, || io::Write::write(&mut &self.io, buf)).await
+    }
+
+    /// Writes all of `buf`.
+    ///
+    /// # Errors
+    /// As `write(2)`; `WriteZero` if the socket accepts nothing.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// The peer's address.
+    ///
+    /// # Errors
+    /// As `getpeername(2)`.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.peer_addr()
+    }
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        self.reg.deregister(&mut self.io);
+    }
+}
+
+/// An async UDP socket.
+pub struct UdpSocket {
+    io: mio::net::UdpSocket,
+    reg: Registration,
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket").field("io", &self.io).finish_non_exhaustive()
+    }
+}
+
+impl UdpSocket {
+    /// Binds to `addr`.
+    ///
+    /// # Errors
+    /// As `bind(2)`.
+    pub fn bind(net: &Net, addr: SocketAddr) -> io::Result<UdpSocket> {
+        let mut io = mio::net::UdpSocket::bind(addr)?;
+        let reg = net.register(&mut io, Interest::READABLE | Interest::WRITABLE)?;
+        Ok(UdpSocket { io, reg })
+    }
+
+    /// The bound address.
+    ///
+    /// # Errors
+    /// As `getsockname(2)`.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.local_addr()
+    }
+
+    /// Sends one datagram to `target`.
+    ///
+    /// # Errors
+    /// As `sendto(2)`.
+    pub async fn send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        self.reg.io(WRITABLE, || self.io.send_to(buf, target)).await
+    }
+
+    /// Receives one datagram.
+    ///
+    /// # Errors
+    /// As `recvfrom(2)`.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.reg.io(READABLE, || self.io.recv_from(buf)).await
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        self.reg.deregister(&mut self.io);
+    }
+}
+
+// The futures above borrow the socket; they are Send when the socket is.
+const _: () = {
+    fn assert_send<T: Send>(_: &T) {}
+    #[allow(dead_code)]
+    fn check(s: &TcpStream, l: &TcpListener, u: &UdpSocket, buf: &mut [u8]) {
+        assert_send(&s.read(buf));
+        assert_send(&l.accept());
+        assert_send(&u.recv_from(buf));
+    }
+};

@@ -1,0 +1,709 @@
+//! The pool's timing wheel ([`Timers`]) and its intrusive [`Entry`].
+//!
+//! A hierarchical wheel in tokio's form: [`LEVELS`] levels of 64 slots; a slot of level `l`
+//! spans `64^l` ticks of [`TICK_NS`] (2^20 ns, about 1.05 ms), so the six levels cover 2^36
+//! ticks (about two years; a deadline further away is placed at [`MAX_AHEAD`] ticks and placed
+//! again when that slot comes up). An entry goes to the lowest level whose slot boundary
+//! separates its deadline from `elapsed` (the last tick the wheel processed); when the wheel
+//! advances into a slot of level `l > 0`, that slot's entries move down to finer levels, so
+//! each entry is moved at most [`LEVELS`] times whatever its deadline.
+//!
+//! # Entries
+//! An [`Entry`] lives in the timer's own memory (the pinned `Sleep` future, or the small box of
+//! a delayed task): the wheel links it into a slot's doubly linked list, so inserting and
+//! cancelling allocate nothing and are O(1). Its `state` is `IDLE` (not in the wheel),
+//! `QUEUED` (linked) or `FIRED` (unlinked by the wheel, action taken).
+//!
+//! # Locking
+//! One spin lock guards the wheel and every entry's links and action. Held only for O(1) list
+//! operations and for moving a bounded batch of expired entries out ([`FIRE_BATCH`]); the
+//! actions themselves (waking a task, queueing a delayed task) run after it is released, and
+//! so does every drop of a waker (dropping a task's last waker may free the task, whose future
+//! may own another timer: its drop takes the lock again).
+//!
+//! The owner of an entry reads `state` without the lock: `FIRED` is stored (Release) under the
+//! lock after the wheel's last access to the entry, so an owner that sees it (Acquire) may
+//! free the entry at once. An owner that sees `QUEUED` takes the lock to unlink.
+//!
+//! # The next deadline
+//! `next_tick` is the earliest tick at which the wheel has work (a slot start: an entry's
+//! deadline or a cascade), `NONE` when it is empty. Written under the lock after every change,
+//! read by anyone without it: the workers' tick end and their park decision (`driver.rs`).
+
+use core::marker::PhantomPinned;
+use core::ptr::{self, NonNull};
+use core::task::Waker;
+
+use crate::sync::{spin_hint, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+
+/// Levels of the wheel.
+pub(crate) const LEVELS: usize = 6;
+const SLOT_BITS: u32 = 6;
+const SLOTS: usize = 1 << SLOT_BITS;
+/// log2 of a tick in nanoseconds.
+pub(crate) const TICK_SHIFT: u32 = 20;
+/// One tick of the wheel in nanoseconds (2^20: a shift, not a division).
+pub(crate) const TICK_NS: u64 = 1 << TICK_SHIFT;
+/// Deadlines further than this many ticks from `elapsed` are placed here, and again later.
+pub(crate) const MAX_AHEAD: u64 = 1 << 35;
+/// `next_tick` when the wheel is empty.
+pub(crate) const NONE: u64 = u64::MAX;
+/// Most expired entries moved out per lock hold (their actions then run unlocked).
+pub(crate) const FIRE_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
+
+/// The first tick at whose start `deadline_ns` has passed (rounded up: a timer never fires
+/// early).
+#[inline]
+pub(crate) fn tick_for_deadline(deadline_ns: u64) -> u64 {
+    deadline_ns.div_ceil(TICK_NS)
+}
+
+/// The tick a clock reading falls in (rounded down).
+#[inline]
+pub(crate) fn tick_of(now_ns: u64) -> u64 {
+    now_ns >> TICK_SHIFT
+}
+
+const IDLE: u32 = 0;
+const QUEUED: u32 = 1;
+const FIRED: u32 = 2;
+
+/// What firing an entry does.
+pub(crate) enum Action {
+    /// Nothing (the entry is not in the wheel).
+    None,
+    /// Wake a task (a `Sleep`).
+    Wake(Waker),
+    /// Call `f(entry)`, which from then on owns the entry (a delayed task: it frees the box and
+    /// queues the task). `shutdown`: the pool is shutting down.
+    Call(unsafe fn(NonNull<Entry>, bool)),
+}
+
+/// The wheel's part of an entry (guarded by the wheel's lock).
+struct Links {
+    prev: *mut Entry,
+    next: *mut Entry,
+    /// The deadline tick.
+    tick: u64,
+    level: u8,
+    slot: u8,
+    action: Action,
+}
+
+/// A timer's node in the wheel, embedded in the timer's own (pinned) memory. See the module
+/// docs for who may touch what.
+pub(crate) struct Entry {
+    state: AtomicU32,
+    links: UnsafeCell<Links>,
+    _pin: PhantomPinned,
+}
+
+// SAFETY: `links` is only accessed under the wheel's lock (or by the owner while IDLE, when the
+// wheel does not know the entry); `state` is atomic. The waker inside is Send + Sync.
+unsafe impl Send for Entry {}
+// SAFETY: as above.
+unsafe impl Sync for Entry {}
+
+impl Entry {
+    pub(crate) fn new() -> Self {
+        Self {
+            state: AtomicU32::new(IDLE),
+            links: UnsafeCell::new(Links {
+                prev: ptr::null_mut(),
+                next: ptr::null_mut(),
+                tick: 0,
+                level: 0,
+                slot: 0,
+                action: Action::None,
+            }),
+            _pin: PhantomPinned,
+        }
+    }
+
+    /// Whether the wheel fired this entry (Acquire: the wheel is done with it).
+    #[inline]
+    pub(crate) fn is_fired(&self) -> bool {
+        self.state.load(Ordering::Acquire) == FIRED
+    }
+
+    /// Whether the entry is in the wheel (owner's view).
+    #[inline]
+    pub(crate) fn is_queued(&self) -> bool {
+        self.state.load(Ordering::Acquire) == QUEUED
+    }
+
+    /// Owner: makes a fired entry usable again (`Sleep::reset`).
+    ///
+    /// # Safety
+    /// The entry is not queued (IDLE or FIRED: the wheel no longer touches it).
+    pub(crate) unsafe fn rearm(&self) {
+        self.state.store(IDLE, Ordering::Relaxed);
+    }
+}
+
+/// Under loom, freeing an entry counts as a write to its links, so a model catches a wheel
+/// access that does not happen before the owner's free.
+#[cfg(loom)]
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.links.with_mut(|_| ());
+    }
+}
+
+/// The result of [`Timers::register`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// In the wheel. `earliest`: it is now the wheel's earliest deadline (someone must look at
+    /// the new `next_tick`).
+    Queued { earliest: bool },
+    /// The deadline tick has already been processed: the timer is due now.
+    Elapsed,
+    /// The wheel is shut down: nothing was registered.
+    Closed,
+}
+
+struct Wheel {
+    /// The last tick processed: every deadline up to it has fired.
+    elapsed: u64,
+    occupied: [u64; LEVELS],
+    slots: [[*mut Entry; SLOTS]; LEVELS],
+    closed: bool,
+}
+
+/// The wheel with its lock and the lock-free view of its next deadline. One per pool.
+pub(crate) struct Timers {
+    locked: AtomicBool,
+    wheel: UnsafeCell<Wheel>,
+    /// Earliest tick with work (module docs), `NONE` if empty.
+    next_tick: AtomicU64,
+    /// Entries in the wheel (written under the lock; a gauge for anyone).
+    pending: AtomicUsize,
+    /// `index + 1` of the one idle worker that parks with a timeout on `next_tick`; 0 if none
+    /// (`driver.rs`).
+    pub(crate) parker: AtomicUsize,
+}
+
+// SAFETY: the wheel's raw pointers are only followed under the lock.
+unsafe impl Send for Timers {}
+// SAFETY: as above.
+unsafe impl Sync for Timers {}
+
+impl core::fmt::Debug for Timers {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Timers")
+            .field("next_tick", &self.next_tick.load(Ordering::Relaxed))
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The lock, released on drop.
+struct Guard<'a>(&'a Timers);
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::Release);
+    }
+}
+
+/// The level an entry with deadline `tick` goes to when the wheel is at `elapsed` (`tick >
+/// elapsed`): the highest 6-bit group in which they differ.
+#[inline]
+fn level_for(elapsed: u64, tick: u64) -> usize {
+    let masked = (elapsed ^ tick) | (SLOTS as u64 - 1);
+    let significant = 63 - masked.leading_zeros();
+    ((significant / SLOT_BITS) as usize).min(LEVELS - 1)
+}
+
+#[inline]
+fn slot_for(tick: u64, level: usize) -> usize {
+    ((tick >> (SLOT_BITS as usize * level)) & (SLOTS as u64 - 1)) as usize
+}
+
+impl Wheel {
+    /// The earliest (level, slot, start tick) with entries.
+    fn next_expiration(&self) -> Option<(usize, usize, u64)> {
+        let mut best: Option<(usize, usize, u64)> = None;
+        for level in 0..LEVELS {
+            let occupied = self.occupied[level];
+            if occupied == 0 {
+                continue;
+            }
+            let shift = SLOT_BITS as usize * level;
+            let slot_range = 1u64 << shift;
+            let level_range = slot_range << SLOT_BITS;
+            let now_slot = ((self.elapsed >> shift) & (SLOTS as u64 - 1)) as u32;
+            let slot = (occupied.rotate_right(now_slot).trailing_zeros() + now_slot) as usize % SLOTS;
+            let level_start = self.elapsed & !(level_range - 1);
+            let mut start = level_start + slot as u64 * slot_range;
+            if start < level_start + u64::from(now_slot) * slot_range {
+                // Wrapped round: the slot belongs to the next turn of this level.
+                start += level_range;
+            }
+            if best.is_none_or(|(_, _, b)| start < b) {
+                best = Some((level, slot, start));
+            }
+        }
+        best
+    }
+
+    /// Links `e` (its `tick` set, `tick > elapsed`) into its slot.
+    ///
+    /// # Safety
+    /// Under the lock; `e` is live and not linked.
+    unsafe fn link(&mut self, e: *mut Entry) {
+        // SAFETY: the caller's contract: we hold the lock, so the links are ours.
+        unsafe {
+            (*e).links.with_mut(|l| {
+                let place = (*l).tick.min(self.elapsed.saturating_add(MAX_AHEAD));
+                let level = level_for(self.elapsed, place);
+                let slot = slot_for(place, level);
+                let head = self.slots[level][slot];
+                (*l).prev = ptr::null_mut();
+                (*l).next = head;
+                (*l).level = level as u8;
+                (*l).slot = slot as u8;
+                if !head.is_null() {
+                    (*head).links.with_mut(|h| (*h).prev = e);
+                }
+                self.slots[level][slot] = e;
+                self.occupied[level] |= 1 << slot;
+            });
+        }
+    }
+
+    /// Unlinks `e` from its slot.
+    ///
+    /// # Safety
+    /// Under the lock; `e` is linked.
+    unsafe fn unlink(&mut self, e: *mut Entry) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let (prev, next, level, slot) = (*e).links.with(|l| ((*l).prev, (*l).next, (*l).level as usize, (*l).slot as usize));
+            if prev.is_null() {
+                self.slots[level][slot] = next;
+                if next.is_null() {
+                    self.occupied[level] &= !(1 << slot);
+                }
+            } else {
+                (*prev).links.with_mut(|p| (*p).next = next);
+            }
+            if !next.is_null() {
+                (*next).links.with_mut(|n| (*n).prev = prev);
+            }
+        }
+    }
+
+    fn next_tick(&self) -> u64 {
+        self.next_expiration().map_or(NONE, |(_, _, start)| start)
+    }
+}
+
+/// Expired entries moved out of the wheel, whose actions run once the lock is released.
+struct Batch {
+    items: [Option<(Action, NonNull<Entry>)>; FIRE_BATCH],
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Self { items: [const { None }; FIRE_BATCH], len: 0 }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == FIRE_BATCH
+    }
+
+    /// Runs every action (outside the lock).
+    fn run(&mut self, shutdown: bool) {
+        for item in &mut self.items[..self.len] {
+            match item.take() {
+                Some((Action::Wake(waker), _)) => waker.wake(),
+                // SAFETY: the wheel handed the entry over with its action (`Action::Call`).
+                Some((Action::Call(f), entry)) => unsafe { f(entry, shutdown) },
+                Some((Action::None, _)) | None => {}
+            }
+        }
+        self.len = 0;
+    }
+}
+
+impl Timers {
+    pub(crate) fn new() -> Self {
+        Self {
+            locked: AtomicBool::new(false),
+            wheel: UnsafeCell::new(Wheel {
+                elapsed: 0,
+                occupied: [0; LEVELS],
+                slots: [[ptr::null_mut(); SLOTS]; LEVELS],
+                closed: false,
+            }),
+            next_tick: AtomicU64::new(NONE),
+            pending: AtomicUsize::new(0),
+            parker: AtomicUsize::new(0),
+        }
+    }
+
+    /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
+    /// SeqCst for the parker's decision (`driver.rs`).
+    #[inline]
+    pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
+        self.next_tick.load(order)
+    }
+
+    /// Timers in the wheel.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> Guard<'_> {
+        let mut spins = 0u32;
+        // Acquire: everything the last holder did under the lock is visible.
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            while self.locked.load(Ordering::Relaxed) {
+                spins = spins.wrapping_add(1);
+                // A holder that was descheduled (2 cores, many threads) gets the core.
+                #[cfg(all(feature = "std", not(loom)))]
+                if spins % 64 == 0 {
+                    std::thread::yield_now();
+                    continue;
+                }
+                spin_hint();
+            }
+        }
+        Guard(self)
+    }
+
+    fn try_lock(&self) -> Option<Guard<'_>> {
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok().map(|_| Guard(self))
+    }
+
+    /// The wheel, under `_guard`.
+    #[allow(clippy::mut_from_ref)]
+    fn wheel<'a>(&'a self, _guard: &'a Guard<'_>) -> &'a mut Wheel {
+        // SAFETY: the guard proves we hold the lock, the only way to reach the wheel; one
+        // `&mut` at a time per guard (callers take it once).
+        self.wheel.with_mut(|w| unsafe { &mut *w })
+    }
+
+    /// Publishes the wheel's next deadline (SeqCst: pairs with the parker's claim, `driver.rs`).
+    fn publish(&self, wheel: &Wheel) -> u64 {
+        let next = wheel.next_tick();
+        self.next_tick.store(next, Ordering::SeqCst);
+        next
+    }
+
+    /// Puts `entry` in the wheel for `tick` with `action`, or moves it there if it is already
+    /// in (a re-poll with a new waker, or a reset). The entry's previous action is dropped
+    /// after the lock is released.
+    ///
+    /// # Safety
+    /// `entry` stays valid and unmoved until it is cancelled ([`cancel`](Self::cancel)) or
+    /// seen fired; only its owner calls this (one thread at a time).
+    pub(crate) unsafe fn register(&self, entry: NonNull<Entry>, tick: u64, action: Action) -> Registered {
+        let e = entry.as_ptr();
+        let guard = self.lock();
+        let wheel = self.wheel(&guard);
+        if wheel.closed {
+            drop(guard);
+            drop(action);
+            return Registered::Closed;
+        }
+        // SAFETY: the entry is live (caller); its state changes only under the lock.
+        let state = unsafe { (*e).state.load(Ordering::Relaxed) };
+        if state == FIRED {
+            drop(guard);
+            drop(action);
+            return Registered::Elapsed;
+        }
+        if tick <= wheel.elapsed {
+            if state == QUEUED {
+                // SAFETY: linked (QUEUED), under the lock.
+                unsafe { wheel.unlink(e) };
+                self.pending.fetch_sub(1, Ordering::Relaxed);
+            }
+            // SAFETY: unlinked: the owner's, and we hold the lock.
+            let old = unsafe { (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None)) };
+            // SAFETY: live entry. Release: see `is_fired`.
+            unsafe { (*e).state.store(FIRED, Ordering::Release) };
+            self.publish(wheel);
+            drop(guard);
+            drop(old);
+            drop(action);
+            return Registered::Elapsed;
+        }
+        // SAFETY: as above (state read under the lock).
+        let old = unsafe {
+            if state == QUEUED {
+                if (*e).links.with(|l| (*l).tick) == tick {
+                    // Same slot: only the action changes.
+                    let old = (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, action));
+                    drop(guard);
+                    drop(old);
+                    return Registered::Queued { earliest: false };
+                }
+                wheel.unlink(e);
+            } else {
+                self.pending.fetch_add(1, Ordering::Relaxed);
+            }
+            let old = (*e).links.with_mut(|l| {
+                (*l).tick = tick;
+                core::mem::replace(&mut (*l).action, action)
+            });
+            wheel.link(e);
+            (*e).state.store(QUEUED, Ordering::Relaxed);
+            old
+        };
+        let before = self.next_tick.load(Ordering::Relaxed);
+        let next = self.publish(wheel);
+        drop(guard);
+        drop(old);
+        Registered::Queued { earliest: next < before }
+    }
+
+    /// Takes `entry` out of the wheel if it is in; its action is dropped (outside the lock).
+    /// Afterwards the wheel no longer touches the entry.
+    ///
+    /// # Safety
+    /// `entry` is live; only its owner calls this.
+    pub(crate) unsafe fn cancel(&self, entry: NonNull<Entry>) {
+        // SAFETY: live (caller).
+        let e = unsafe { entry.as_ref() };
+        if !e.is_queued() {
+            // IDLE, or FIRED (the wheel's last access came before its Release store).
+            return;
+        }
+        let guard = self.lock();
+        let wheel = self.wheel(&guard);
+        if e.state.load(Ordering::Relaxed) != QUEUED {
+            // Fired meanwhile (by the thread that held the lock).
+            return;
+        }
+        // SAFETY: QUEUED under the lock: linked.
+        unsafe { wheel.unlink(entry.as_ptr()) };
+        self.pending.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: unlinked, lock held.
+        let old = unsafe { e.links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None)) };
+        e.state.store(IDLE, Ordering::Relaxed);
+        drop(guard);
+        drop(old);
+    }
+
+    /// Moves out, under the lock, up to a batch of entries whose deadline is at or before
+    /// `now_tick`; true if more may remain.
+    fn collect_expired(&self, wheel: &mut Wheel, now_tick: u64, batch: &mut Batch) -> bool {
+        loop {
+            let Some((level, slot, start)) = wheel.next_expiration() else {
+                wheel.elapsed = wheel.elapsed.max(now_tick);
+                return false;
+            };
+            if start > now_tick {
+                wheel.elapsed = wheel.elapsed.max(now_tick);
+                return false;
+            }
+            wheel.elapsed = wheel.elapsed.max(start);
+            // Empty the slot one entry at a time (a full batch stops part-way).
+            loop {
+                let e = wheel.slots[level][slot];
+                if e.is_null() {
+                    break;
+                }
+                if batch.is_full() {
+                    return true;
+                }
+                // SAFETY: linked entries are live (their owners unlink them before freeing),
+                // and we hold the lock.
+                unsafe {
+                    wheel.unlink(e);
+                    let tick = (*e).links.with(|l| (*l).tick);
+                    // Due at this slot's start: fire. Anything later moves down to a finer
+                    // level (tick > elapsed = start), even if it is due by `now_tick` too: it
+                    // then fires when its own slot comes up, so timers fire in deadline order
+                    // however far the clock jumped (tokio does the same).
+                    if tick <= start {
+                        let action = (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None));
+                        batch.items[batch.len] = Some((action, NonNull::new_unchecked(e)));
+                        batch.len += 1;
+                        self.pending.fetch_sub(1, Ordering::Relaxed);
+                        // Release: our last access to the entry (`is_fired`).
+                        (*e).state.store(FIRED, Ordering::Release);
+                    } else {
+                        wheel.link(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fires every entry due at `now_tick`. `wait`: take the lock even if another thread holds
+    /// it (else return at once and leave the work to that thread or a later call). Returns
+    /// whether it ran (had the lock).
+    pub(crate) fn fire(&self, now_tick: u64, wait: bool) -> bool {
+        let mut batch = Batch::new();
+        loop {
+            let guard = if wait {
+                self.lock()
+            } else {
+                match self.try_lock() {
+                    Some(g) => g,
+                    None => return false,
+                }
+            };
+            let wheel = self.wheel(&guard);
+            let more = self.collect_expired(wheel, now_tick, &mut batch);
+            self.publish(wheel);
+            drop(guard);
+            batch.run(false);
+            if !more {
+                return true;
+            }
+        }
+    }
+
+    /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
+    /// actions get `shutdown = true`). Later registrations return `Closed`.
+    pub(crate) fn shutdown(&self) {
+        let mut batch = Batch::new();
+        loop {
+            let guard = self.lock();
+            let wheel = self.wheel(&guard);
+            wheel.closed = true;
+            let more = self.collect_expired(wheel, u64::MAX - 1, &mut batch);
+            self.publish(wheel);
+            drop(guard);
+            batch.run(true);
+            if !more {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use alloc::sync::Arc;
+    use alloc::vec::Vec;
+    use core::sync::atomic::AtomicUsize as StdCounter;
+    use std::sync::Mutex;
+    use std::task::Wake;
+
+    #[test]
+    fn levels_and_slots() {
+        assert_eq!(level_for(0, 1), 0);
+        assert_eq!(level_for(0, 63), 0);
+        assert_eq!(level_for(0, 64), 1);
+        assert_eq!(level_for(63, 64), 1);
+        assert_eq!(level_for(0, 1 << 30), 5);
+        assert_eq!(level_for(0, u64::MAX), 5);
+        assert_eq!(slot_for(64 * 3 + 5, 1), 3);
+        assert_eq!(tick_for_deadline(1), 1, "rounded up");
+        assert_eq!(tick_for_deadline(TICK_NS), 1);
+        assert_eq!(tick_of(TICK_NS - 1), 0, "rounded down");
+    }
+
+    /// Fires in deadline order across levels, never before the deadline, each exactly once.
+    #[test]
+    fn fires_in_order_never_early() {
+        let timers = Timers::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let ticks: Vec<u64> = (0..400u64).map(|i| (i * 7919) % 300_000 + 1).collect();
+        let entries: Vec<core::pin::Pin<alloc::boxed::Box<Entry>>> = ticks.iter().map(|_| alloc::boxed::Box::pin(Entry::new())).collect();
+        for (&t, e) in ticks.iter().zip(&entries) {
+            let waker = Waker::from(Arc::new(LogHit(log.clone(), t)));
+            // SAFETY: pinned boxes outlive the wheel's use (all fire or are cancelled below).
+            let r = unsafe { timers.register(NonNull::from(&**e), t, Action::Wake(waker)) };
+            assert!(matches!(r, Registered::Queued { .. }));
+        }
+        assert_eq!(timers.pending(), 400);
+        let mut now = 0;
+        while now < 300_001 {
+            now += 997;
+            timers.fire(now, true);
+            let fired = log.lock().unwrap().clone();
+            assert!(fired.iter().all(|&t| t <= now), "fired early");
+        }
+        let fired = log.lock().unwrap().clone();
+        assert_eq!(fired.len(), 400);
+        // In deadline order, even within one advance that passes many deadlines at once.
+        let mut last = 0;
+        for &t in &fired {
+            assert!(t >= last, "out of order: {t} after {last}");
+            last = t;
+        }
+        // One jump over everything: still in order.
+        let log2 = Arc::new(Mutex::new(Vec::new()));
+        let timers2 = Timers::new();
+        for (&t, e) in ticks.iter().zip(&entries) {
+            // SAFETY: as above (the entries fired, so the first wheel no longer uses them).
+            unsafe { e.rearm() };
+            let waker = Waker::from(Arc::new(LogHit(log2.clone(), t)));
+            // SAFETY: as above.
+            unsafe { timers2.register(NonNull::from(&**e), t, Action::Wake(waker)) };
+        }
+        timers2.fire(1 << 30, true);
+        let fired2 = log2.lock().unwrap().clone();
+        assert_eq!(fired2.len(), 400);
+        assert!(fired2.windows(2).all(|w| w[0] <= w[1]), "one big jump fired out of order");
+        assert_eq!(timers.pending(), 0);
+        assert_eq!(timers.next_tick(Ordering::Relaxed), NONE);
+        assert!(entries.iter().all(|e| e.is_fired()));
+    }
+
+    struct LogHit(Arc<Mutex<Vec<u64>>>, u64);
+    impl Wake for LogHit {
+        fn wake(self: Arc<Self>) {
+            self.0.lock().unwrap().push(self.1);
+        }
+    }
+
+    struct Count(Arc<StdCounter>);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn cancel_drops_the_waker_and_never_fires() {
+        let timers = Timers::new();
+        let hits = Arc::new(StdCounter::new(0));
+        let waker_arc = Arc::new(Count(hits.clone()));
+        let e = alloc::boxed::Box::pin(Entry::new());
+        // SAFETY: `e` outlives its registration (cancelled below).
+        unsafe {
+            timers.register(NonNull::from(&*e), 5, Action::Wake(Waker::from(waker_arc.clone())));
+            assert_eq!(Arc::strong_count(&waker_arc), 2);
+            // Re-register later: the same entry moves.
+            assert_eq!(timers.register(NonNull::from(&*e), 100_000, Action::Wake(Waker::from(waker_arc.clone()))), Registered::Queued { earliest: false });
+            assert_eq!(Arc::strong_count(&waker_arc), 2, "the old waker was dropped");
+            timers.cancel(NonNull::from(&*e));
+        }
+        assert_eq!(Arc::strong_count(&waker_arc), 1, "cancel dropped the waker");
+        assert_eq!(timers.pending(), 0);
+        timers.fire(1 << 40, true);
+        assert_eq!(hits.load(Ordering::Relaxed), 0);
+        assert!(!e.is_fired());
+    }
+
+    #[test]
+    fn elapsed_and_closed() {
+        let timers = Timers::new();
+        timers.fire(1000, true);
+        let e = alloc::boxed::Box::pin(Entry::new());
+        let hits = Arc::new(StdCounter::new(0));
+        // SAFETY: `e` outlives the wheel's use.
+        unsafe {
+            let w = Waker::from(Arc::new(Count(hits.clone())));
+            assert_eq!(timers.register(NonNull::from(&*e), 1000, Action::Wake(w.clone())), Registered::Elapsed);
+            assert!(e.is_fired());
+            e.rearm();
+            assert_eq!(timers.register(NonNull::from(&*e), 1 << 50, Action::Wake(w.clone())), Registered::Queued { earliest: true });
+            timers.shutdown();
+            assert!(e.is_fired(), "shutdown fires every entry");
+            assert_eq!(hits.load(Ordering::Relaxed), 1);
+            let e2 = alloc::boxed::Box::pin(Entry::new());
+            assert_eq!(timers.register(NonNull::from(&*e2), 5000, Action::Wake(w)), Registered::Closed);
+        }
+    }
+}
