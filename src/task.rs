@@ -50,35 +50,44 @@ pub type Callback = unsafe extern "C" fn(task: *mut Task);
 ///
 /// # Safety
 /// As calling `callback(task)`.
+///
+/// Without `std` the callback is called as what it is, an `extern "C"` function: catching an
+/// unwind needs the platform's unwinder (its personality routine), which a `no_std` host
+/// need not have; unwinding out of a callback there is undefined, like `longjmp`.
 #[inline(always)]
 pub(crate) unsafe fn call(callback: Callback, task: *mut Task) {
-    // SAFETY: the same function, called with the `"C-unwind"` ABI string (compatible with the
-    // callee's `"C"`, see above).
-    let callback: unsafe extern "C-unwind" fn(*mut Task) = unsafe { core::mem::transmute(callback) };
-    let guard = LeftByUnwinding;
+    #[cfg(feature = "std")]
+    {
+        // SAFETY: the same function, called with the `"C-unwind"` ABI string (compatible with
+        // the callee's `"C"`, see above).
+        let callback: unsafe extern "C-unwind" fn(*mut Task) = unsafe { core::mem::transmute(callback) };
+        let guard = LeftByUnwinding;
+        // SAFETY: the caller's contract.
+        unsafe { callback(task) };
+        core::mem::forget(guard);
+    }
     // SAFETY: the caller's contract.
-    unsafe { callback(task) };
-    core::mem::forget(guard);
+    #[cfg(not(feature = "std"))]
+    unsafe {
+        callback(task)
+    };
 }
 
 /// Dropped only when a callback is left by unwinding (see [`call`]): ends the process.
+#[cfg(feature = "std")]
 struct LeftByUnwinding;
 
+#[cfg(feature = "std")]
 const LEFT_BY_UNWINDING: &str = "pool: a task callback was left by unwinding (a C++ exception or \
     pthread_exit escaped it); callbacks must return normally (pool.h, struct task): aborting\n";
 
+#[cfg(feature = "std")]
 impl Drop for LeftByUnwinding {
     #[cold]
     fn drop(&mut self) {
-        #[cfg(feature = "std")]
-        {
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(LEFT_BY_UNWINDING.as_bytes());
-            std::process::abort();
-        }
-        // Without std: a panic during an unwind aborts, through the host's panic handler.
-        #[cfg(not(feature = "std"))]
-        panic!("{}", LEFT_BY_UNWINDING);
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(LEFT_BY_UNWINDING.as_bytes());
+        std::process::abort();
     }
 }
 

@@ -151,6 +151,7 @@ impl<P> ThreadSpawner<P> {
     }
 
     /// As [`name_prefix`](Self::name_prefix), or [`Error::OutOfMemory`] if the allocator fails.
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) fn try_name_prefix(prefix: impl Into<Cow<'static, str>>) -> Result<Self, Error> {
         let mut spawner = Self::try_named(prefix)?;
         spawner.numbered = true;
