@@ -30,19 +30,19 @@
 //! first, always: its own join deque, newest first (the forks of the computation it waits
 //! for), and, when it waits for a join half, the join deque of the worker that stole it
 //! (leapfrogging). **Unrelated** work (its LIFO slot and ring, the injector, other workers'
-//! queues) runs inside a wait only while both hold:
-//! * fewer than [`MAX_UNRELATED_NESTING`] unrelated tasks are already running inside waits on
-//!   this worker's stack, and
-//! * at most half of the worker's stack is in use ([`Spawner::stack_size`]; with a platform
-//!   that does not know its stack size, the count alone bounds it).
+//! queues) runs inside a wait only while at most half of the worker's stack is in use
+//! ([`Spawner::stack_size`]; the other half is the margin left to the innermost task); on a
+//! platform that does not report its stack size, only while fewer than
+//! [`MAX_UNRELATED_NESTING`] unrelated tasks already run inside waits on this stack.
 //!
 //! Otherwise the waiter makes sure another worker is told of the queued work (a notification
 //! wakes an idle one or starts a new thread, if the pool has room), then sleeps on its parker
 //! until its wait completes. So a waiting worker's stack grows with the recursion it waits
-//! for plus at most [`MAX_UNRELATED_NESTING`] unrelated tasks. The price: a task that waits for
-//! work it *submitted* (rather than forked), on a pool whose every worker is already waiting
-//! that deep, waits until a worker is free to run it: with `max_threads` workers all blocked
-//! this way it never is. Fork what you wait for (`join`, `submit_fork`, `pool_fork`).
+//! for, and unrelated tasks never take it past half its size (or past
+//! [`MAX_UNRELATED_NESTING`] of them). The price: a task that waits for work it *submitted*
+//! (rather than forked), on a pool whose every worker already waits that deep, waits until a
+//! worker is free to run it: with `max_threads` workers all blocked this way it never is.
+//! Fork what you wait for (`join`, `submit_fork`, `pool_fork`).
 
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -59,8 +59,10 @@ use crate::sync::{AtomicBool, Ordering};
 use crate::task::Task;
 
 /// Most unrelated tasks (anything submitted rather than forked) that may run nested inside
-/// waits on one worker's stack (module docs, "Bounded helping").
-pub const MAX_UNRELATED_NESTING: u32 = 2;
+/// waits on one worker's stack when the platform does not report its stack size
+/// ([`Spawner::stack_size`] returns 0); with a known size, half the stack bounds it instead
+/// (module docs, "Bounded helping").
+pub const MAX_UNRELATED_NESTING: u32 = 16;
 
 /// A worker's own thread-only state, and the handle that code running on the worker uses to
 /// fork and join (see the module docs). Obtained from [`ThreadPool::install`]; passed to both
@@ -306,11 +308,8 @@ impl<S: Spawner> WorkerContext<S> {
     /// Whether a wait on this worker may run unrelated work now (module docs).
     #[inline]
     pub(crate) fn may_run_unrelated(&self) -> bool {
-        if self.unrelated.get() >= MAX_UNRELATED_NESTING {
-            return false;
-        }
         if self.stack_half == 0 {
-            return true;
+            return self.unrelated.get() < MAX_UNRELATED_NESTING;
         }
         let here = 0u8;
         let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here).addr());
