@@ -165,12 +165,14 @@ fn join_handshake_stolen_vs_taken_back() {
         });
         // (`a` would run here.)
         // SAFETY: owner.
-        // SAFETY: taken back: ours to run; or stolen: run once, and we wait for its signal
-        // before taking the result, once.
-        let result = if unsafe { d.pop_if(task) } {
+        // SAFETY: owner of the deque.
+        let taken_back = unsafe { d.pop_if(task) };
+        let result = if taken_back {
+            // SAFETY: taken back: ours to run, once.
             unsafe { job.run_inline() }
         } else {
             pool.wait_for(job.signal());
+            // SAFETY: stolen and run once; its signal is set (the wait above); taken once.
             unsafe { job.into_result() }
         };
         assert_eq!(result, 7);

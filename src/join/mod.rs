@@ -18,7 +18,7 @@
 //!    waiting loop (`scheduler::worker::run_until`), running related work first (its own deque,
 //!    then the thief's: leapfrogging) until `b`'s signal is set.
 //!
-//! # Why a join deque next to the ring (issue 4, item 2)
+//! # Why a join deque next to the ring
 //! Submitted tasks want FIFO (a stream of submits is served fairly) and cheap bulk stealing
 //! (the ring's steal-half); fork-join wants LIFO for the owner (the most recent job is the
 //! cache-hot one, and taking it back keeps the stack discipline) and the *oldest* job for

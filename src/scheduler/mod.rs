@@ -257,11 +257,12 @@ impl<S: Spawner> Inner<S> {
         if cx.is_null() {
             return None;
         }
-        // SAFETY: a non-null current worker was stored on this thread by some pool's
-        // `worker_main` (a `WorkerContext<_>` in its frame, live while the thread runs the
-        // pool's loop, which encloses everything this thread runs meanwhile) or by a blocking
-        // pool (a struct with the same first field); both are repr(C) with the pool pointer
-        // first, so reading that field is valid whatever the type.
+        // A non-null current worker was stored on this thread by some pool's `worker_main` (a
+        // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
+        // encloses everything this thread runs meanwhile) or by a blocking pool (a struct with
+        // the same first field).
+        // SAFETY: both are repr(C) with the pool pointer first, so reading that field is valid
+        // whatever the type.
         let pool = unsafe { *cx.cast::<*const ()>() };
         if pool != ptr::from_ref(self).cast::<()>() {
             return None;
