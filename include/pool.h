@@ -34,12 +34,6 @@
 
 
 /**
- * Most unrelated tasks (anything submitted rather than forked) that may run nested inside
- * waits on one worker's stack (module docs, "Bounded helping").
- */
-#define MAX_UNRELATED_NESTING 2
-
-/**
  * The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
  */
 #define POOL_MAX_THREADS ((1 << 14) - 1)
@@ -714,9 +708,13 @@ int pool_latch_add(struct pool_latch *latch, size_t n);
 int pool_latch_done(struct pool_latch *latch);
 
 /**
- * Waits until every unit added has been marked done. On one of `pool`'s threads it runs other
- * tasks meanwhile; on any other thread it parks. Call once per initialisation, from one thread.
- * Returns POOL_ERR_INVALID for a NULL pool or latch.
+ * Waits until every unit added has been marked done. On one of `pool`'s threads it runs
+ * related work meanwhile (the thread's own `pool_fork`s, newest first), and other queued tasks
+ * only while at most half of the thread's stack is in use; past that it sleeps until the
+ * latch is released. So fork what you wait for: a task that waits for tasks it submitted with
+ * `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
+ * other thread it parks. Call once per initialisation, from one thread. Returns
+ * POOL_ERR_INVALID for a NULL pool or latch.
  */
 int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
 

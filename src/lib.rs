@@ -96,7 +96,7 @@ pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
 pub use runtime::{JoinError, JoinHandle, RuntimeStats};
 pub use scheduler::{
-    Config, Error, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS, MAX_UNRELATED_NESTING,
+    Config, Error, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };
 pub use sync_word::MAX_THREADS;
 pub use task::{Batch, Callback, Task};

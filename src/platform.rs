@@ -222,9 +222,8 @@ pub unsafe trait Spawner: Send + Sync + 'static {
     /// The stack size in bytes of a thread that [`spawn`](Self::spawn) starts with
     /// `requested` (0: the platform default), or 0 where the platform does not know it. A
     /// worker that waits inside a task runs unrelated queued work nested on its stack only
-    /// while at most half of this is in use (with 0, a fixed count bounds that nesting alone:
-    /// [`MAX_UNRELATED_NESTING`](crate::MAX_UNRELATED_NESTING)). The default returns
-    /// `requested`.
+    /// while at most half of this is in use (with 0 it cannot measure that, and the nesting is
+    /// not bounded). The default returns `requested`.
     fn stack_size(&self, requested: usize) -> usize {
         requested
     }

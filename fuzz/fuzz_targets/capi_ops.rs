@@ -395,11 +395,11 @@ fn fork_join(spec: &Spec, st: &State) {
         };
         let kid = new_job(Spec { id, kind: LATCH_DONE, self_free: true, latch, ..*spec });
         st.owner[id as usize].store(spec.owner, Ordering::Relaxed);
-        if spec.via.is_multiple_of(2) {
-            nested_submit("pool_fork", pool_fork(spec.pool, task_of(kid)));
-        } else {
-            nested_submit("pool_submit_to", pool_submit_to(spec.pool, task_of(kid)));
-        }
+        // Forked, always: a task that waits for work it *submitted* may wait for a free worker
+        // once its stack is half used (bounded helping, pool.h `pool_latch_wait`), which a
+        // one-worker pool with a small stack never has. That is the documented rule, not a
+        // lost wake-up, so the waits here are on forked work.
+        nested_submit("pool_fork", pool_fork(spec.pool, task_of(kid)));
         st.set(id, spec.owner, ACCEPTED);
         ids.push(id);
     }

@@ -98,9 +98,13 @@ pub extern "C" fn pool_latch_done(latch: *mut PoolLatch) -> c_int {
     })
 }
 
-/// Waits until every unit added has been marked done. On one of `pool`'s threads it runs other
-/// tasks meanwhile; on any other thread it parks. Call once per initialisation, from one thread.
-/// Returns POOL_ERR_INVALID for a NULL pool or latch.
+/// Waits until every unit added has been marked done. On one of `pool`'s threads it runs
+/// related work meanwhile (the thread's own `pool_fork`s, newest first), and other queued tasks
+/// only while at most half of the thread's stack is in use; past that it sleeps until the
+/// latch is released. So fork what you wait for: a task that waits for tasks it submitted with
+/// `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
+/// other thread it parks. Call once per initialisation, from one thread. Returns
+/// POOL_ERR_INVALID for a NULL pool or latch.
 #[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_int {

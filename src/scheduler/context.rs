@@ -31,18 +31,19 @@
 //! for), and, when it waits for a join half, the join deque of the worker that stole it
 //! (leapfrogging). **Unrelated** work (its LIFO slot and ring, the injector, other workers'
 //! queues) runs inside a wait only while at most half of the worker's stack is in use
-//! ([`Spawner::stack_size`]; the other half is the margin left to the innermost task); on a
-//! platform that does not report its stack size, only while fewer than
-//! [`MAX_UNRELATED_NESTING`] unrelated tasks already run inside waits on this stack.
+//! ([`Spawner::stack_size`]; the other half is the margin left to the innermost task). On a
+//! platform that does not report its stack size the margin cannot be measured, and unrelated
+//! work nests inside waits without this bound (a host platform implements `stack_size` to get
+//! it).
 //!
 //! Otherwise the waiter makes sure another worker is told of the queued work (a notification
 //! wakes an idle one or starts a new thread, if the pool has room), then sleeps on its parker
 //! until its wait completes. So a waiting worker's stack grows with the recursion it waits
-//! for, and unrelated tasks never take it past half its size (or past
-//! [`MAX_UNRELATED_NESTING`] of them). The price: a task that waits for work it *submitted*
-//! (rather than forked), on a pool whose every worker already waits that deep, waits until a
-//! worker is free to run it: with `max_threads` workers all blocked this way it never is.
-//! Fork what you wait for (`join`, `submit_fork`, `pool_fork`).
+//! for, and unrelated tasks never take it past half its size. The price: a task that waits for
+//! work it *submitted* (rather than forked), on a pool whose every worker already waits with
+//! half its stack in use, waits until a worker is free to run it: with `max_threads` workers
+//! all blocked this way it never is. Fork what you wait for (`join`, `submit_fork`,
+//! `pool_fork`).
 
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -57,12 +58,6 @@ use crate::join::JobHeader;
 use crate::platform::Spawner;
 use crate::sync::{AtomicBool, Ordering};
 use crate::task::Task;
-
-/// Most unrelated tasks (anything submitted rather than forked) that may run nested inside
-/// waits on one worker's stack when the platform does not report its stack size
-/// ([`Spawner::stack_size`] returns 0); with a known size, half the stack bounds it instead
-/// (module docs, "Bounded helping").
-pub const MAX_UNRELATED_NESTING: u32 = 16;
 
 /// A worker's own thread-only state, and the handle that code running on the worker uses to
 /// fork and join (see the module docs). Obtained from [`ThreadPool::install`]; passed to both
@@ -116,8 +111,6 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) frames: FrameStack,
     /// Joins counted for `record_this_join`.
     joins: Cell<u32>,
-    /// Unrelated tasks running inside waits on this stack (module docs).
-    unrelated: Cell<u32>,
     /// An address near the top of this thread's stack (the entry frame's).
     stack_top: usize,
     /// Bytes of stack in use below which unrelated work may still start inside a wait: half the
@@ -148,7 +141,6 @@ impl<S: Spawner> WorkerContext<S> {
             interval: InjectorInterval::new(),
             frames: FrameStack::new(),
             joins: Cell::new(0),
-            unrelated: Cell::new(0),
             stack_top,
             stack_half: stack_size / 2,
             _owner: PhantomData,
@@ -309,19 +301,10 @@ impl<S: Spawner> WorkerContext<S> {
     #[inline]
     pub(crate) fn may_run_unrelated(&self) -> bool {
         if self.stack_half == 0 {
-            return self.unrelated.get() < MAX_UNRELATED_NESTING;
+            return true;
         }
         let here = 0u8;
         let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here).addr());
         used <= self.stack_half
-    }
-
-    /// Runs `f` (which runs one unrelated task inside a wait) counted in the nesting bound.
-    #[inline]
-    pub(crate) fn nest_unrelated<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.unrelated.set(self.unrelated.get() + 1);
-        let r = f();
-        self.unrelated.set(self.unrelated.get() - 1);
-        r
     }
 }

@@ -42,7 +42,7 @@ use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
 use stats::Counters;
 pub use stats::WorkerStats;
-pub use context::{WorkerContext, MAX_UNRELATED_NESTING};
+pub use context::WorkerContext;
 use worker::{Until, Worker};
 
 /// How to build a pool.

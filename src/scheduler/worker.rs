@@ -230,9 +230,9 @@ impl<S: Spawner> Inner<S> {
             if search {
                 while !done() {
                     let found = match until {
-                        None => self.find_work(cx).map(|(task, pushed)| (task, pushed, false)),
+                        None => self.find_work(cx),
                         Some(until) => match self.find_for_wait(cx, until) {
-                            Found::Task(task, pushed, unrelated) => Some((task, pushed, unrelated)),
+                            Found::Task(task, pushed) => Some((task, pushed)),
                             Found::Nothing => None,
                             Found::Bounded => {
                                 if register() {
@@ -244,16 +244,12 @@ impl<S: Spawner> Inner<S> {
                             }
                         },
                     };
-                    let Some((task, pushed, unrelated)) = found else { break };
+                    let Some((task, pushed)) = found else { break };
                     if is_waking || pushed {
                         self.notify(is_waking);
                     }
                     is_waking = false;
-                    if unrelated {
-                        cx.nest_unrelated(|| self.run_task(cx, task));
-                    } else {
-                        self.run_task(cx, task);
-                    }
+                    self.run_task(cx, task);
                     if until.is_none() {
                         // The busy path: this worker's own tasks back to back, no notification
                         // owed (the yield loop: ~10 instructions fewer per task than going
@@ -392,7 +388,7 @@ impl<S: Spawner> Inner<S> {
     fn find_for_wait(&self, cx: &WorkerContext<S>, until: Until<'_>) -> Found {
         // Our own forks, newest first: the innermost computation we wait for.
         if let Some(task) = cx.joins_pop() {
-            return Found::Task(task, false, false);
+            return Found::Task(task, false);
         }
         // Leapfrogging: the forks of the half we wait for, on the deque of its thief.
         if let Some(victim) = until.thief.and_then(|index| self.worker_at(index)) {
@@ -400,14 +396,14 @@ impl<S: Spawner> Inner<S> {
             let victim = unsafe { victim.as_ref() };
             if let Some(task) = victim.joins.steal() {
                 cx.worker().count_steal(1);
-                return Found::Task(task, false, false);
+                return Found::Task(task, false);
             }
         }
         if !cx.may_run_unrelated() {
             return Found::Bounded;
         }
         match self.find_work(cx) {
-            Some((task, pushed)) => Found::Task(task, pushed, true),
+            Some((task, pushed)) => Found::Task(task, pushed),
             None => Found::Nothing,
         }
     }
@@ -591,8 +587,8 @@ impl<S: Spawner> Inner<S> {
 
 /// What a waiting worker's search found.
 enum Found {
-    /// A task; whether more were moved into our ring; whether it is unrelated work.
-    Task(NonNull<Task>, bool, bool),
+    /// A task; whether more were moved into our ring.
+    Task(NonNull<Task>, bool),
     /// Nothing anywhere.
     Nothing,
     /// No related work, and unrelated work may not nest here (`context.rs`).
