@@ -147,6 +147,13 @@ int main(void)
     CHECK(1, "pool_config_init(NULL) returned (no-op)");
     pool_destroy(NULL);
     CHECK(1, "pool_destroy(NULL) returned (no-op)");
+    pool_platform_init(NULL);
+    CHECK(1, "pool_platform_init(NULL) returned (no-op)");
+    CHECK(pool_version() != NULL && pool_version()[0] != '\0', "pool_version() is a non-empty string");
+    CHECK_STATUS(pool_fork_global(NULL), POOL_ERR_INVALID, "pool_fork_global(NULL)");
+    null_cb.next = NULL;
+    null_cb.callback = NULL;
+    CHECK_STATUS(pool_fork_global(&null_cb), POOL_ERR_INVALID, "pool_fork_global(task without a callback)");
 
     CHECK_STATUS(pool_create(NULL, NULL), POOL_ERR_INVALID, "pool_create(NULL, NULL)");
     pool_config_init(&cfg);
