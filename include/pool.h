@@ -77,6 +77,12 @@
 #define POOL_BLOCKING_MAX_THREADS 65536
 
 /**
+ * Words of private storage in a `struct pool_job`: room for the pool's part of a job (8 on
+ * 64-bit targets) and for growth without changing the C ABI.
+ */
+#define POOL_JOB_WORDS 12
+
+/**
  * Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
  * for growth without changing the C ABI.
  */
@@ -147,6 +153,13 @@ enum pool_status {
  * An opaque pool created by `pool_create` and freed by `pool_destroy`.
  */
 struct pool;
+
+/**
+ * The worker running the calling code, for `pool_worker_fork` / `pool_worker_join`. Opaque.
+ * Valid on the thread that was handed it (a job's function argument, `pool_current_worker`)
+ * until the function or task it was handed to returns; never use it on another thread.
+ */
+struct pool_worker;
 
 /**
  * An opaque blocking pool created by `pool_blocking_create` and freed by
@@ -328,6 +341,27 @@ struct pool_blocking_metrics {
    * Reserved for counters of later minor versions; written as 0.
    */
   size_t reserved[POOL_RESERVED_WORDS];
+};
+
+/**
+ * A fork-join job: embed it in your own struct, set `run`, and fork it with
+ * `pool_worker_fork` (or start a computation with `pool_install`). `run` is called exactly
+ * once per fork, with the job and the worker it runs on (pass the worker down to fork more);
+ * recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
+ *
+ * `opaque` needs no initial value: the fork writes it. The job must stay in place, and must
+ * not be forked again, until `pool_worker_join` for it returned POOL_OK.
+ */
+struct pool_job {
+  /**
+   * Called once per fork, on a pool worker; must not be NULL. Must return normally (the
+   * rules of `struct task`'s callback).
+   */
+  void (*run)(struct pool_job *job, struct pool_worker *worker);
+  /**
+   * Private storage.
+   */
+  uint64_t opaque[POOL_JOB_WORDS];
 };
 
 /**
@@ -685,6 +719,59 @@ int pool_parallel_for(struct pool *pool,
  * (it would wait for itself); POOL_ERR_FORKED for a pool inherited through `fork()`.
  */
 int pool_wait_idle(struct pool *pool);
+
+/**
+ * Forks `job` on `worker` (see `struct pool_job`): its `run` will be called exactly once
+ * before `pool_worker_join(worker, job)` returns, on this worker at the join (no atomic
+ * operation, nothing shared written) unless an idle worker took it meanwhile. No
+ * allocation, no lock, no system call unless a worker is woken for it. Returns
+ * POOL_ERR_INVALID for a NULL worker or job or a NULL `run` (nothing forked).
+ *
+ * Contract: `worker` is the calling thread's (see `struct pool_worker`); the job stays in
+ * place until its join returns; the function that forks a job joins it, in reverse fork
+ * order.
+ */
+int pool_worker_fork(struct pool_worker *worker, struct pool_job *job);
+
+/**
+ * Joins `job`, forked on `worker` by the calling function: returns once its `run` has
+ * returned. If no other worker took the job, `run` is called here and now; otherwise this
+ * worker runs related work (its own forks, then the thief's) until the thief is done, and
+ * sleeps if there is none. Returns POOL_ERR_INVALID for a NULL worker or job, for a job not
+ * forked, or for a job that is not the newest fork of this worker still to be joined (joins
+ * come in reverse fork order); nothing is changed then.
+ */
+int pool_worker_join(struct pool_worker *worker, struct pool_job *job);
+
+/**
+ * Calls `job->run(job, worker)` on one of `pool`'s workers and returns when it returned: the
+ * entry into fork-join with `pool_worker_fork` / `pool_worker_join`. On one of `pool`'s own
+ * workers it runs right here; from any other thread the caller sleeps meanwhile. The job is
+ * only called, not forked (it may be forked later). Returns POOL_ERR_INVALID for a NULL pool,
+ * job or `run`; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_SPAWN when the pool has no
+ * thread and cannot start one; POOL_ERR_FORKED for a pool inherited through `fork()`. On any
+ * error `run` was not called.
+ */
+int pool_install(struct pool *pool, struct pool_job *job);
+
+/**
+ * `pool_install` on the global pool (the one behind `pool_submit`), built on first use.
+ */
+int pool_install_global(struct pool_job *job);
+
+/**
+ * The worker of `pool` that is running the caller (a task callback of `pool`, say), for
+ * `pool_worker_fork`; NULL when the calling thread is not one of `pool`'s workers (or
+ * `pool` is NULL, or was inherited through `fork()`). Valid as `struct pool_worker` says:
+ * until the callback that asked returns, on this thread only.
+ */
+struct pool_worker *pool_current_worker(struct pool *pool);
+
+/**
+ * `pool_current_worker` for the global pool: NULL when the calling thread is not one of its
+ * workers (it does not build the global pool).
+ */
+struct pool_worker *pool_current_worker_global(void);
 
 /**
  * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing

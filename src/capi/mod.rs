@@ -62,6 +62,8 @@ use pool_status::*;
 mod blocking;
 mod convenience;
 pub use convenience::*;
+mod job;
+pub use job::*;
 mod latch;
 pub use latch::*;
 pub use blocking::*;

@@ -56,6 +56,7 @@
 //! the job's result.
 
 pub(crate) mod deque;
+pub(crate) mod fn_job;
 pub(crate) mod frame;
 #[cfg(feature = "std")]
 mod global;
@@ -401,7 +402,7 @@ where
     // A thief runs `b`: wait for it; its result (a panic too) is dropped.
     // SAFETY: promoted, so offered; after the wait, the signal is set; taken once.
     unsafe {
-        cx.pool().wait_until(job.until());
+        cx.wait_until(job.until());
         job.drop_result();
     }
 }
@@ -500,7 +501,7 @@ impl<S: Spawner> WorkerContext<S> {
         }
         // SAFETY: promoted, so offered; after the wait, the signal is set; taken once.
         unsafe {
-            self.pool().wait_until(job_b.until());
+            self.wait_until(job_b.until());
             job_b.into_result()
         }
     }

@@ -20,6 +20,12 @@ pub fn global() -> &'static ThreadPool<ThreadSpawner> {
     try_global().unwrap_or_else(|e| panic!("the global pool could not be built: {e}"))
 }
 
+/// The global pool if it was built (it is never built here).
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) fn built() -> Option<&'static ThreadPool<ThreadSpawner>> {
+    GLOBAL.get()
+}
+
 /// [`global()`], or the error that kept it from being built (out of memory) on first use;
 /// a later call tries again.
 pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> {

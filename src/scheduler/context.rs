@@ -297,6 +297,17 @@ impl<S: Spawner> WorkerContext<S> {
         }
     }
 
+    /// Waits on this worker until `until`'s signal is set: the one waiting loop
+    /// (`Inner::run_until`), then the few instructions a setter may still spend before it
+    /// stores SET (`latch.rs`: the waiter returns only after SET).
+    pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
+        if until.signal.is_set() {
+            return;
+        }
+        self.inner().run_until(self, Some(until));
+        until.signal.spin_until_set();
+    }
+
     /// Whether a wait on this worker may run unrelated work now (module docs).
     #[inline]
     pub(crate) fn may_run_unrelated(&self) -> bool {

@@ -680,16 +680,12 @@ impl<S: Spawner> ThreadPool<S> {
             return;
         }
         match self.current_worker() {
-            Some(cx) => self.inner().run_until(cx, Some(until)),
-            None => {
-                // Waits for SET in `parker`'s scope: after SETTING the setter may still be
-                // inside its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz
-                // target under ASan).
-                signal.park_until_set(&self.inner().spawner.new_parker());
-                return;
-            }
+            Some(cx) => cx.wait_until(until),
+            // Waits for SET in `parker`'s scope: after SETTING the setter may still be inside
+            // its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz target under
+            // ASan).
+            None => signal.park_until_set(&self.inner().spawner.new_parker()),
         }
-        signal.spin_until_set();
     }
 
     /// Waits until every task submitted to this pool before the call has finished: the pool

@@ -1,0 +1,386 @@
+/*
+ * job.c: fork-join with struct pool_job and the worker passed down (pool_install,
+ * pool_worker_fork, pool_worker_join, pool_current_worker and their _global forms).
+ *
+ *   1. fib(N) with a fork at every level on pools of 1, 2 and 4 workers: the right answer,
+ *      and every forked job ran exactly once (a counter per run against the fork count);
+ *   1b. an idle worker gets work: a job forks X, then keeps forking and joining small jobs
+ *      until X has started on another thread (a fresh pool, then a warm one, several rounds):
+ *      a busy worker that forks offers its oldest latent job while another worker is idle;
+ *   2. one function forking 200 jobs before joining them in reverse (deeper than the frame
+ *      stack: the later forks are queued at once), on 1 and 4 workers: each ran once;
+ *   3. misuse is refused and changes nothing: joins out of order, a second join, NULLs, a
+ *      NULL run, an install on a shut-down pool;
+ *   4. pool_current_worker inside a submitted task (and NULL outside, or for another pool);
+ *      pool_install from a worker runs inline; the global pool's forms.
+ *
+ * A 120 s watchdog turns a hang into exit status 2.
+ */
+#include "common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define N 22
+
+/* Checks described by their own text. */
+#define EXPECT_EQ(got, want) CHECK_EQ(got, want, #got " == " #want)
+#define EXPECT(cond) CHECK(cond, #cond)
+
+static atomic_long runs;
+
+struct fib {
+    struct pool_job job;
+    unsigned n;
+    uint64_t out;
+};
+
+static void fib_run(struct pool_job *job, struct pool_worker *w);
+
+static uint64_t fib(struct pool_worker *w, unsigned n)
+{
+    if (n < 2) {
+        /* A little work at the leaves, so idle workers find something to take. */
+        volatile unsigned spin = 0;
+        for (unsigned i = 0; i < 50; i++) {
+            spin += i;
+        }
+        return n;
+    }
+    struct fib right;
+    right.job.run = fib_run;
+    right.n = n - 2;
+    if (pool_worker_fork(w, &right.job) != POOL_OK) {
+        abort();
+    }
+    uint64_t left = fib(w, n - 1);
+    if (pool_worker_join(w, &right.job) != POOL_OK) {
+        abort();
+    }
+    return left + right.out;
+}
+
+static void fib_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct fib *f = POOL_CONTAINER_OF(job, struct fib, job);
+    atomic_fetch_add(&runs, 1);
+    f->out = fib(w, f->n);
+}
+
+static uint64_t fib_seq(unsigned n)
+{
+    return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2);
+}
+
+/* Forks in fib(n): one per call with n >= 2, i.e. fib(n + 1) - 1. */
+static long forks_of(unsigned n)
+{
+    return (long)fib_seq(n + 1) - 1;
+}
+
+static struct pool *make_pool(size_t threads)
+{
+    struct pool_config cfg;
+    pool_config_init(&cfg);
+    cfg.max_threads = threads;
+    struct pool *pool = NULL;
+    EXPECT_EQ(pool_create(&cfg, &pool), POOL_OK);
+    return pool;
+}
+
+static void test_fib(size_t threads)
+{
+    struct pool *pool = make_pool(threads);
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&runs, 0);
+        struct fib root;
+        root.job.run = fib_run;
+        root.n = N;
+        EXPECT_EQ(pool_install(pool, &root.job), POOL_OK);
+        EXPECT_EQ(root.out, fib_seq(N));
+        /* The root is installed, not forked: one run more than the forks. */
+        EXPECT_EQ(atomic_load(&runs), forks_of(N) + 1);
+    }
+    pool_destroy(pool);
+}
+
+/* 1b: X must be taken by the other worker while the root keeps forking. */
+struct steal {
+    struct pool_job job;
+    struct fib x;
+    pthread_t root_thread;
+    atomic_int x_started;
+    pthread_t x_thread;
+    int stolen, rounds;
+};
+
+static void x_run(struct pool_job *job, struct pool_worker *w)
+{
+    (void)w;
+    struct steal *s = POOL_CONTAINER_OF(job, struct steal, x.job);
+    s->x_thread = pthread_self();
+    atomic_store(&s->x_started, 1);
+}
+
+static void steal_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct steal *s = POOL_CONTAINER_OF(job, struct steal, job);
+    s->root_thread = pthread_self();
+    atomic_store(&s->x_started, 0);
+    s->x.job.run = x_run;
+    if (pool_worker_fork(w, &s->x.job) != POOL_OK) {
+        abort();
+    }
+    /* Small forks and joins until X started elsewhere (or 10 s passed). */
+    time_t deadline = time(NULL) + 10;
+    while (!atomic_load(&s->x_started) && time(NULL) < deadline) {
+        fib(w, 10);
+    }
+    s->stolen = atomic_load(&s->x_started) && !pthread_equal(s->x_thread, s->root_thread);
+    if (pool_worker_join(w, &s->x.job) != POOL_OK) {
+        abort();
+    }
+}
+
+static void test_idle_gets_work(void)
+{
+    struct pool *pool = make_pool(2);
+    int stolen = 0;
+    for (int round = 0; round < 5; round++) {
+        struct steal s;
+        s.job.run = steal_run;
+        s.stolen = 0;
+        EXPECT_EQ(pool_install(pool, &s.job), POOL_OK);
+        stolen += s.stolen;
+        /* Let both workers go idle before the next round (a warm, sleeping pool). */
+        EXPECT_EQ(pool_wait_idle(pool), POOL_OK);
+    }
+    EXPECT_EQ(stolen, 5);
+    pool_destroy(pool);
+}
+
+/* Wide fork: WIDE jobs forked in a row, joined in reverse. */
+#define WIDE 200
+
+struct leaf {
+    struct pool_job job;
+    atomic_int ran;
+};
+
+static void leaf_run(struct pool_job *job, struct pool_worker *w)
+{
+    (void)w;
+    struct leaf *l = POOL_CONTAINER_OF(job, struct leaf, job);
+    volatile unsigned spin = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        spin += i;
+    }
+    atomic_fetch_add(&l->ran, 1);
+}
+
+struct wide {
+    struct pool_job job;
+    struct leaf leaves[WIDE];
+    int fork_failures, join_failures;
+};
+
+static void wide_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct wide *s = POOL_CONTAINER_OF(job, struct wide, job);
+    for (int i = 0; i < WIDE; i++) {
+        s->leaves[i].job.run = leaf_run;
+        atomic_init(&s->leaves[i].ran, 0);
+        s->fork_failures += pool_worker_fork(w, &s->leaves[i].job) != POOL_OK;
+    }
+    for (int i = WIDE - 1; i >= 0; i--) {
+        s->join_failures += pool_worker_join(w, &s->leaves[i].job) != POOL_OK;
+    }
+}
+
+static void test_wide(size_t threads)
+{
+    struct pool *pool = make_pool(threads);
+    static struct wide s;
+    s.job.run = wide_run;
+    s.fork_failures = s.join_failures = 0;
+    EXPECT_EQ(pool_install(pool, &s.job), POOL_OK);
+    EXPECT_EQ(s.fork_failures, 0);
+    EXPECT_EQ(s.join_failures, 0);
+    int once = 0;
+    for (int i = 0; i < WIDE; i++) {
+        once += atomic_load(&s.leaves[i].ran) == 1;
+    }
+    EXPECT_EQ(once, WIDE);
+    pool_destroy(pool);
+}
+
+/* Misuse inside a job: every refused call changes nothing. */
+struct misuse {
+    struct pool_job job;
+    struct leaf a, b, null_run;
+    int out_of_order, second_join, fork_null_worker, fork_null_job, fork_null_run, join_null;
+    int ok_b, ok_a, ran_a, ran_b;
+};
+
+static void misuse_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct misuse *m = POOL_CONTAINER_OF(job, struct misuse, job);
+    m->a.job.run = leaf_run;
+    m->b.job.run = leaf_run;
+    m->null_run.job.run = NULL;
+    atomic_init(&m->a.ran, 0);
+    atomic_init(&m->b.ran, 0);
+    m->fork_null_worker = pool_worker_fork(NULL, &m->a.job);
+    m->fork_null_job = pool_worker_fork(w, NULL);
+    m->fork_null_run = pool_worker_fork(w, &m->null_run.job);
+    m->join_null = pool_worker_join(NULL, &m->a.job) == POOL_ERR_INVALID && pool_worker_join(w, NULL) == POOL_ERR_INVALID;
+    if (pool_worker_fork(w, &m->a.job) != POOL_OK || pool_worker_fork(w, &m->b.job) != POOL_OK) {
+        abort();
+    }
+    m->out_of_order = pool_worker_join(w, &m->a.job); /* b is newer: refused */
+    m->ok_b = pool_worker_join(w, &m->b.job);
+    m->ok_a = pool_worker_join(w, &m->a.job);
+    m->second_join = pool_worker_join(w, &m->a.job); /* joined already: refused */
+    m->ran_a = atomic_load(&m->a.ran);
+    m->ran_b = atomic_load(&m->b.ran);
+}
+
+static void test_misuse(void)
+{
+    struct pool *pool = make_pool(2);
+    struct misuse m;
+    memset(&m, 0, sizeof m);
+    m.job.run = misuse_run;
+    EXPECT_EQ(pool_install(pool, &m.job), POOL_OK);
+    EXPECT_EQ(m.fork_null_worker, POOL_ERR_INVALID);
+    EXPECT_EQ(m.fork_null_job, POOL_ERR_INVALID);
+    EXPECT_EQ(m.fork_null_run, POOL_ERR_INVALID);
+    EXPECT(m.join_null);
+    EXPECT_EQ(m.out_of_order, POOL_ERR_INVALID);
+    EXPECT_EQ(m.ok_b, POOL_OK);
+    EXPECT_EQ(m.ok_a, POOL_OK);
+    EXPECT_EQ(m.second_join, POOL_ERR_INVALID);
+    EXPECT_EQ(m.ran_a, 1);
+    EXPECT_EQ(m.ran_b, 1);
+
+    struct pool_job null_run = { .run = NULL };
+    EXPECT_EQ(pool_install(NULL, &m.job), POOL_ERR_INVALID);
+    EXPECT_EQ(pool_install(pool, NULL), POOL_ERR_INVALID);
+    EXPECT_EQ(pool_install(pool, &null_run), POOL_ERR_INVALID);
+    EXPECT_EQ(pool_install_global(NULL), POOL_ERR_INVALID);
+    EXPECT_EQ(pool_install_global(&null_run), POOL_ERR_INVALID);
+    EXPECT(pool_current_worker(NULL) == NULL);
+    EXPECT(pool_current_worker(pool) == NULL); /* the main thread is no worker */
+    EXPECT(pool_current_worker_global() == NULL);
+
+    EXPECT_EQ(pool_shutdown(pool), POOL_OK);
+    struct fib root;
+    root.job.run = fib_run;
+    root.n = 5;
+    EXPECT_EQ(pool_install(pool, &root.job), POOL_ERR_SHUTDOWN);
+    pool_destroy(pool);
+}
+
+/* A plain task finds its worker, forks and joins with it; another pool's worker is NULL. */
+struct finder {
+    struct task task;
+    struct pool *pool, *other;
+    struct pool_latch *done;
+    int found, other_null, global_null;
+    uint64_t out;
+};
+
+static void finder_run(struct task *task)
+{
+    struct finder *f = container_of(task, struct finder, task);
+    struct pool_worker *w = f->pool ? pool_current_worker(f->pool) : pool_current_worker_global();
+    f->found = w != NULL;
+    f->other_null = f->other == NULL || pool_current_worker(f->other) == NULL;
+    f->global_null = f->pool == NULL || pool_current_worker_global() == NULL;
+    if (w) {
+        f->out = fib(w, 15);
+    }
+    pool_latch_done(f->done);
+}
+
+/* pool_install from a worker of the same pool runs inline, on the calling thread. */
+struct nested {
+    struct pool_job job, inner;
+    struct pool *pool;
+    pthread_t outer_thread, inner_thread;
+    int status;
+};
+
+static void nested_inner(struct pool_job *job, struct pool_worker *w)
+{
+    (void)w;
+    struct nested *n = POOL_CONTAINER_OF(job, struct nested, inner);
+    n->inner_thread = pthread_self();
+}
+
+static void nested_outer(struct pool_job *job, struct pool_worker *w)
+{
+    (void)w;
+    struct nested *n = POOL_CONTAINER_OF(job, struct nested, job);
+    n->outer_thread = pthread_self();
+    n->inner.run = nested_inner;
+    n->status = pool_install(n->pool, &n->inner);
+}
+
+static void test_current_worker(void)
+{
+    struct pool *pool = make_pool(2);
+    struct pool *other = make_pool(1);
+    struct pool_latch done;
+    pool_latch_init(&done);
+    pool_latch_add(&done, 1);
+    struct finder f = { .task = { .callback = finder_run }, .pool = pool, .other = other, .done = &done };
+    EXPECT_EQ(pool_submit_to(pool, &f.task), POOL_OK);
+    EXPECT_EQ(pool_latch_wait(pool, &done), POOL_OK);
+    EXPECT(f.found);
+    EXPECT(f.other_null);
+    EXPECT(f.global_null);
+    EXPECT_EQ(f.out, fib_seq(15));
+
+    struct nested n = { .job = { .run = nested_outer }, .pool = pool };
+    EXPECT_EQ(pool_install(pool, &n.job), POOL_OK);
+    EXPECT_EQ(n.status, POOL_OK);
+    EXPECT(pthread_equal(n.outer_thread, n.inner_thread));
+    EXPECT(!pthread_equal(n.outer_thread, pthread_self()));
+
+    /* The global pool: a submitted task finds its worker; pool_install_global runs fib. */
+    struct pool_latch gdone;
+    pool_latch_init(&gdone);
+    pool_latch_add(&gdone, 1);
+    struct finder g = { .task = { .callback = finder_run }, .pool = NULL, .other = pool, .done = &gdone };
+    EXPECT_EQ(pool_submit(&g.task), POOL_OK);
+    EXPECT_EQ(pool_latch_wait_global(&gdone), POOL_OK);
+    EXPECT(g.found);
+    EXPECT(g.other_null);
+    EXPECT_EQ(g.out, fib_seq(15));
+    atomic_store(&runs, 0);
+    struct fib root;
+    root.job.run = fib_run;
+    root.n = 18;
+    EXPECT_EQ(pool_install_global(&root.job), POOL_OK);
+    EXPECT_EQ(root.out, fib_seq(18));
+    EXPECT_EQ(atomic_load(&runs), forks_of(18) + 1);
+
+    pool_destroy(other);
+    pool_destroy(pool);
+}
+
+int main(void)
+{
+    test_watchdog_start(120);
+    test_fib(1);
+    test_fib(2);
+    test_fib(4);
+    test_idle_gets_work();
+    test_wide(1);
+    test_wide(4);
+    test_misuse();
+    test_current_worker();
+    return test_finish();
+}

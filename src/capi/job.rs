@@ -1,0 +1,239 @@
+//! Fork-join for C at the speed of Rust's `join`: `struct pool_job` (a function and private
+//! words, caller-owned), forked and joined through `struct pool_worker *`, the worker context
+//! of the thread running the code, passed down by hand ([`WorkerContext`]).
+//!
+//! * `pool_install` (or `pool_install_global`) runs a job on one of the pool's workers and
+//!   hands its function the worker; `pool_current_worker` finds it from a task callback.
+//! * `pool_worker_fork(w, job)` makes `job` latent: private to the worker, nothing shared
+//!   written, unless an idle worker asked for work (then the oldest latent job is offered).
+//! * `pool_worker_join(w, job)` runs the job's function right there if nobody took it (no
+//!   atomic operation at all), else runs related work until its thief is done.
+//!
+//! Forks and joins nest like calls (`join::fn_job`'s invariants): each fork is joined by the
+//! function that forked it, on the same worker, in reverse fork order. A join of a job that is
+//! not the newest fork still to be joined returns POOL_ERR_INVALID and changes nothing.
+//!
+//! The fork and the join are the fast path of fine-grained fork-join: they take no panic
+//! boundary (they contain no code that panics; a bug there would abort the process, as any
+//! panic in an `extern "C"` function does, rather than unwind into C) and no thread-local
+//! lookup (the worker is the argument). The core's job is [`FnJob`]; [`PoolJob`] has its
+//! layout (asserted below).
+
+use core::ffi::c_int;
+use core::mem::{align_of, offset_of, size_of};
+use core::ptr::{self, NonNull};
+
+use super::platform::CSpawner;
+use super::pool_status::*;
+use super::{borrow, boundary, process, status, status_on, CPool, Pool};
+use crate::join::fn_job::FnJob;
+use crate::{ThreadPool, ThreadSpawner, WorkerContext};
+
+/// The worker running the calling code, for `pool_worker_fork` / `pool_worker_join`. Opaque.
+/// Valid on the thread that was handed it (a job's function argument, `pool_current_worker`)
+/// until the function or task it was handed to returns; never use it on another thread.
+#[derive(Debug)]
+pub struct PoolWorker {
+    _private: [u8; 0],
+}
+
+/// Words of private storage in a `struct pool_job`: room for the pool's part of a job (8 on
+/// 64-bit targets) and for growth without changing the C ABI.
+pub const POOL_JOB_WORDS: usize = 12;
+
+/// A fork-join job: embed it in your own struct, set `run`, and fork it with
+/// `pool_worker_fork` (or start a computation with `pool_install`). `run` is called exactly
+/// once per fork, with the job and the worker it runs on (pass the worker down to fork more);
+/// recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
+///
+/// `opaque` needs no initial value: the fork writes it. The job must stay in place, and must
+/// not be forked again, until `pool_worker_join` for it returned POOL_OK.
+#[cfg_attr(doc, doc = include_str!("examples/job.md"))]
+#[repr(C)]
+#[derive(Debug)]
+pub struct PoolJob {
+    /// Called once per fork, on a pool worker; must not be NULL. Must return normally (the
+    /// rules of `struct task`'s callback).
+    pub run: Option<unsafe extern "C" fn(job: *mut PoolJob, worker: *mut PoolWorker)>,
+    /// Private storage.
+    pub opaque: [u64; POOL_JOB_WORDS],
+}
+
+// The core job fits in the C struct, no more aligned, with `run` in the same place.
+#[cfg(not(loom))]
+static_assertions::const_assert!(size_of::<FnJob>() <= size_of::<PoolJob>());
+#[cfg(not(loom))]
+static_assertions::const_assert!(align_of::<FnJob>() <= align_of::<PoolJob>());
+#[cfg(not(loom))]
+static_assertions::const_assert_eq!(offset_of!(FnJob, run), offset_of!(PoolJob, run));
+
+/// The context behind a `struct pool_worker *`: a worker of a `struct pool` or of the global
+/// pool (their spawner types differ).
+enum AnyWorker<'a> {
+    Own(&'a WorkerContext<CSpawner>),
+    Global(&'a WorkerContext<ThreadSpawner>),
+}
+
+/// Whose worker `worker` is.
+///
+/// # Safety
+/// `worker` came from `pool_install`, `pool_current_worker` or a job's function argument, on
+/// this thread, and the function or task it was handed to has not returned.
+#[inline(always)]
+unsafe fn any_worker<'a>(worker: NonNull<PoolWorker>) -> AnyWorker<'a> {
+    // SAFETY: a `WorkerContext` of either type (repr(C)) has its pool pointer first (its
+    // docs), live while its thread runs the code it was handed to (the caller's contract).
+    let pool = unsafe { *worker.cast::<*const ()>().as_ptr() };
+    let global = crate::os::global::built().map_or(ptr::null(), |g| ptr::from_ref(g.inner()).cast::<()>());
+    // SAFETY: the pool pointer tells the type: only the global pool has `ThreadSpawner` here.
+    unsafe {
+        if pool == global {
+            AnyWorker::Global(worker.cast().as_ref())
+        } else {
+            AnyWorker::Own(worker.cast().as_ref())
+        }
+    }
+}
+
+/// The `struct pool_worker *` a job's function gets.
+fn handle<S: crate::Spawner>(cx: &WorkerContext<S>) -> *mut PoolWorker {
+    ptr::from_ref(cx).cast_mut().cast()
+}
+
+/// Forks `job` on `worker` (see `struct pool_job`): its `run` will be called exactly once
+/// before `pool_worker_join(worker, job)` returns, on this worker at the join (no atomic
+/// operation, nothing shared written) unless an idle worker took it meanwhile. No
+/// allocation, no lock, no system call unless a worker is woken for it. Returns
+/// POOL_ERR_INVALID for a NULL worker or job or a NULL `run` (nothing forked).
+///
+/// Contract: `worker` is the calling thread's (see `struct pool_worker`); the job stays in
+/// place until its join returns; the function that forks a job joins it, in reverse fork
+/// order.
+#[cfg_attr(doc, doc = include_str!("examples/job.md"))]
+#[no_mangle]
+pub extern "C" fn pool_worker_fork(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
+    let (Some(worker), Some(job)) = (NonNull::new(worker), NonNull::new(job)) else {
+        return POOL_ERR_INVALID as c_int;
+    };
+    let job = job.cast::<FnJob>();
+    // SAFETY: the contract above (pool.h); `PoolJob` has `FnJob`'s layout (asserted above).
+    let forked = unsafe {
+        match any_worker(worker) {
+            AnyWorker::Own(cx) => cx.fork_fn(job),
+            AnyWorker::Global(cx) => cx.fork_fn(job),
+        }
+    };
+    status(forked) as c_int
+}
+
+/// Joins `job`, forked on `worker` by the calling function: returns once its `run` has
+/// returned. If no other worker took the job, `run` is called here and now; otherwise this
+/// worker runs related work (its own forks, then the thief's) until the thief is done, and
+/// sleeps if there is none. Returns POOL_ERR_INVALID for a NULL worker or job, for a job not
+/// forked, or for a job that is not the newest fork of this worker still to be joined (joins
+/// come in reverse fork order); nothing is changed then.
+#[cfg_attr(doc, doc = include_str!("examples/job.md"))]
+#[no_mangle]
+pub extern "C" fn pool_worker_join(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
+    let (Some(worker), Some(job)) = (NonNull::new(worker), NonNull::new(job)) else {
+        return POOL_ERR_INVALID as c_int;
+    };
+    let job = job.cast::<FnJob>();
+    // SAFETY: the contract of `pool_worker_fork` (pool.h).
+    let joined = unsafe {
+        match any_worker(worker) {
+            AnyWorker::Own(cx) => cx.join_fn(job),
+            AnyWorker::Global(cx) => cx.join_fn(job),
+        }
+    };
+    status(joined) as c_int
+}
+
+/// A job pointer that may cross to the worker that runs it (the caller waits meanwhile).
+struct JobPtr(NonNull<PoolJob>);
+// SAFETY: the job is handed to exactly one worker, and the caller waits until it returned.
+unsafe impl Send for JobPtr {}
+
+/// Runs `job` on `pool`, the calling thread waiting: `install`, handing `run` the worker.
+fn install_on<S: crate::Spawner>(pool: &ThreadPool<S>, job: NonNull<PoolJob>) -> Result<(), crate::Error> {
+    let job = JobPtr(job);
+    pool.install(move |cx| {
+        let job = job;
+        // SAFETY: `run` was checked by the caller; the job is the caller's, alive until
+        // `install` returns (it waits for this closure).
+        unsafe { (job.0.as_ref().run.unwrap_unchecked())(job.0.as_ptr(), handle(cx)) }
+    })
+}
+
+/// The job pointer if it and its `run` are set.
+fn checked_job(job: *mut PoolJob) -> Option<NonNull<PoolJob>> {
+    let job = NonNull::new(job)?;
+    // SAFETY: non-null; the caller promises a `struct pool_job` it owns.
+    unsafe { job.as_ref() }.run?;
+    Some(job)
+}
+
+/// Calls `job->run(job, worker)` on one of `pool`'s workers and returns when it returned: the
+/// entry into fork-join with `pool_worker_fork` / `pool_worker_join`. On one of `pool`'s own
+/// workers it runs right here; from any other thread the caller sleeps meanwhile. The job is
+/// only called, not forked (it may be forked later). Returns POOL_ERR_INVALID for a NULL pool,
+/// job or `run`; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_SPAWN when the pool has no
+/// thread and cannot start one; POOL_ERR_FORKED for a pool inherited through `fork()`. On any
+/// error `run` was not called.
+#[cfg_attr(doc, doc = include_str!("examples/job.md"))]
+#[no_mangle]
+pub extern "C" fn pool_install(pool: *mut Pool, job: *mut PoolJob) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        let Some(job) = checked_job(job) else { return POOL_ERR_INVALID };
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return POOL_ERR_FORKED;
+        }
+        // SAFETY: a live pool (pool.h contract).
+        let handle = unsafe { borrow(pool) };
+        let pool_ref: &CPool = &handle;
+        status_on(pool, install_on(pool_ref, job))
+    })
+}
+
+/// `pool_install` on the global pool (the one behind `pool_submit`), built on first use.
+#[no_mangle]
+pub extern "C" fn pool_install_global(job: *mut PoolJob) -> c_int {
+    boundary(|| {
+        let Some(job) = checked_job(job) else { return POOL_ERR_INVALID };
+        match super::global_pool() {
+            Ok(pool) => status(install_on(pool, job)),
+            Err(s) => s,
+        }
+    })
+}
+
+/// The worker of `pool` that is running the caller (a task callback of `pool`, say), for
+/// `pool_worker_fork`; NULL when the calling thread is not one of `pool`'s workers (or
+/// `pool` is NULL, or was inherited through `fork()`). Valid as `struct pool_worker` says:
+/// until the callback that asked returns, on this thread only.
+#[no_mangle]
+pub extern "C" fn pool_current_worker(pool: *mut Pool) -> *mut PoolWorker {
+    let worker = catch_null(|| {
+        let pool = NonNull::new(pool)?;
+        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+            return None;
+        }
+        // SAFETY: a live pool (pool.h contract).
+        unsafe { borrow(pool) }.current_worker().map(handle)
+    });
+    worker.unwrap_or(ptr::null_mut())
+}
+
+/// `pool_current_worker` for the global pool: NULL when the calling thread is not one of its
+/// workers (it does not build the global pool).
+#[no_mangle]
+pub extern "C" fn pool_current_worker_global() -> *mut PoolWorker {
+    let worker = catch_null(|| crate::os::global::built()?.current_worker().map(handle));
+    worker.unwrap_or(ptr::null_mut())
+}
+
+/// Runs `f` inside a panic boundary, a caught panic reading as `None`.
+fn catch_null<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok().flatten()
+}

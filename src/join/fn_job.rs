@@ -1,0 +1,355 @@
+//! Fork-join with plain functions: a [`FnJob`] is forked and joined through a worker context
+//! passed down by hand ([`WorkerContext::fork_fn`] / [`WorkerContext::join_fn`]). This is the
+//! C API's `struct pool_job` with `pool_worker_fork` / `pool_worker_join`: the same latent
+//! path as [`WorkerContext::join`], for callers that cannot hand the pool a closure.
+//!
+//! A `FnJob` is a [`JobHeader`] (so promotion, stealing and the thief's signal work exactly as
+//! for `join`'s second halves) with a function pointer in place of the closure, and a word, its
+//! *mode*, saying how it was forked:
+//! * `LATENT`: its task is the newest latent frame of the worker's frame stack (`frame`); the
+//!   join pops the frame and calls the function inline, unless a hungry worker had it promoted.
+//! * `INLINE`: not recorded, by `join`'s rule (enough latent frames in supply, and not the one
+//!   join in [`RECORD_EVERY`](super::RECORD_EVERY)): the join calls the function inline.
+//! * `QUEUED`: offered on the join deque at once (the frame stack was full): the join takes
+//!   it back or waits for its thief.
+//! * `IDLE`: not forked (never, or joined since).
+//!
+//! # Invariants
+//! * Forks and joins nest like calls: every fork is joined on the worker that forked it, in
+//!   reverse fork order, before the job's memory is reused (the caller's contract). A join of
+//!   a `LATENT` job checks that its frame is the newest and refuses otherwise, leaving
+//!   everything as it was; a join of a job that is not forked is refused too.
+//! * The mode is owner-only: written by the fork and the join on the owning thread; a thief
+//!   touches only the header (its task, signal and thief slot), as for any stack job.
+//! * The function runs exactly once per fork: inline by its owner (a latent or inline job, or
+//!   a queued one taken back), or by the thief that took its task from a queue, which sets
+//!   the job's signal after the function returned (its last access).
+
+use core::ptr::{self, NonNull};
+
+use super::frame::FRAMES;
+use super::{JobHeader, LATENT_SUPPLY};
+use crate::platform::Spawner;
+use crate::scheduler::worker::Until;
+use crate::scheduler::{Error, Inner, WorkerContext};
+use crate::sync::Ordering;
+use crate::task::Task;
+
+/// What a [`FnJob`] runs: the job, and the context of the worker running it (type-erased:
+/// a `*const WorkerContext<S>` of the job's pool; null only where the pool has no context to
+/// give, which a thief of a join deque always has).
+pub(crate) type JobFn = unsafe extern "C" fn(job: *mut FnJob, worker: *const ());
+
+/// Not forked.
+const IDLE: usize = 0;
+/// The newest latent frame of the forking worker.
+const LATENT: usize = 1;
+/// Not recorded: runs at its join.
+const INLINE: usize = 2;
+/// Offered on the join deque when forked.
+const QUEUED: usize = 3;
+
+/// A fork-join job running a plain function (the module docs). Caller-owned memory: only
+/// `run` needs a value before the fork; the rest is written by the fork.
+#[repr(C)]
+pub(crate) struct FnJob {
+    /// The function; `None` is refused by the fork.
+    pub(crate) run: Option<JobFn>,
+    /// The task header a promotion offers and a thief runs ([`JobHeader`]).
+    header: JobHeader,
+    /// How it was forked (the module docs); owner-only.
+    mode: usize,
+}
+
+/// The job whose header task is `task`.
+///
+/// # Safety
+/// `task` is the task of a live `FnJob`'s header, derived from a pointer to the whole job.
+#[inline(always)]
+unsafe fn job_of(task: NonNull<Task>) -> NonNull<FnJob> {
+    let offset = core::mem::offset_of!(FnJob, header);
+    // SAFETY: the header is at `offset` in the job, and its task is its first field (both
+    // repr(C)); the caller's contract gives the provenance of the whole job.
+    unsafe { task.byte_sub(offset).cast() }
+}
+
+/// The task of `job`'s header, projected from the pointer to the whole job (so that a
+/// thief may turn it back into the job).
+#[inline(always)]
+fn task_of(job: NonNull<FnJob>) -> NonNull<Task> {
+    // SAFETY: a field projection of a non-null pointer stays non-null.
+    unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job.as_ptr()).header.task)) }
+}
+
+/// The task callback of a job forked on a pool with spawner `S`: runs the function on the
+/// thread that took the job from a queue, then sets its signal.
+unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
+    // SAFETY: only `fork_fn` sets this callback, on the task of a live `FnJob`'s header,
+    // which its owner keeps alive until the signal is set (below); the pointer comes from
+    // `task_of`, derived from the whole job.
+    let job = unsafe { job_of(NonNull::new_unchecked(task)) };
+    // SAFETY: as above; the header is only read here (the owner writes only `mode`).
+    let header = unsafe { &(*job.as_ptr()).header };
+    // SAFETY: queued jobs were offered (`promote` or `fork_fn_deep`).
+    let offered = unsafe { header.offered() };
+    // SAFETY: the pool of an offered job is the live pool whose worker forked it (that
+    // worker waits for the job before its pool can go away).
+    let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
+    if let Some(cx) = cx {
+        offered.thief.store(cx.index() + 1, Ordering::Relaxed);
+    }
+    let worker = cx.map_or(ptr::null(), |cx| ptr::from_ref(cx).cast::<()>());
+    // SAFETY: `run` was checked by the fork; the job runs once (its task was dequeued once).
+    unsafe { ((*job.as_ptr()).run.unwrap_unchecked())(job.as_ptr(), worker) };
+    // SAFETY: set once per fork; our last access: the owner may return right after.
+    unsafe { offered.signal.set() };
+}
+
+impl<S: Spawner> WorkerContext<S> {
+    /// Forks `job`: its function will run exactly once, before [`join_fn`](Self::join_fn)
+    /// for it returns: inline at that join, or on a worker that asked for work meanwhile.
+    /// Writes nothing shared unless a worker is hungry (the module docs of `frame`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the job has no function; nothing was done.
+    ///
+    /// # Safety
+    /// `job` points to a live `FnJob` (only `run` need be initialised) that stays in place,
+    /// is touched by nobody else and is not forked again until `join_fn` returned `Ok` for it
+    /// on this worker; joins come in reverse fork order.
+    #[inline]
+    pub(crate) unsafe fn fork_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        let j = job.as_ptr();
+        // SAFETY: live and ours (the caller's contract); fields read and written in place.
+        unsafe {
+            if (*j).run.is_none() {
+                return Err(Error::InvalidArgument);
+            }
+            if self.frames.latent() >= LATENT_SUPPLY && !self.record_this_join() {
+                // Enough to offer already: run it at its join (`join`'s rule).
+                (*j).mode = INLINE;
+            } else {
+                let depth = self.frames.depth();
+                if depth >= FRAMES {
+                    return self.fork_fn_deep(job);
+                }
+                ptr::addr_of_mut!((*j).header.task).write(Task::new(execute::<S>));
+                (*j).mode = LATENT;
+                self.frames.push(depth, task_of(job));
+            }
+        }
+        if self.is_hungry() {
+            self.promote();
+        }
+        Ok(())
+    }
+
+    /// A fork with a full frame stack: the job goes on the join deque at once (or, if that
+    /// is full too, runs at its join).
+    #[cold]
+    #[inline(never)]
+    unsafe fn fork_fn_deep(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        let j = job.as_ptr();
+        let task = task_of(job);
+        // SAFETY: live and ours, not queued (the caller's contract); offered before it is
+        // queued; `join_fn` takes it back or waits for it.
+        unsafe {
+            task.as_ptr().write(Task::new(execute::<S>));
+            JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
+            (*j).mode = if self.joins_push(task) { QUEUED } else { INLINE };
+        }
+        Ok(())
+    }
+
+    /// Joins `job`: returns once its function has run (here, if no other worker took it;
+    /// meanwhile this worker runs related work, as any wait does).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the job is not forked, or is not the newest fork of this
+    /// worker still to be joined (joins come in reverse fork order); nothing was done.
+    ///
+    /// # Safety
+    /// `job` is live and was forked on this worker (its fork's contract), or is not forked
+    /// and its mode is initialised (a job made by [`FnJob::new`], or joined before).
+    #[inline]
+    pub(crate) unsafe fn join_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        let j = job.as_ptr();
+        // SAFETY: live, and its mode is ours (owner-only; the caller's contract).
+        let mode = unsafe { (*j).mode };
+        match mode {
+            INLINE => {}
+            LATENT => {
+                let depth = self.frames.depth();
+                if depth == 0 || self.frames.task_at(depth - 1) != task_of(job) {
+                    return Err(Error::InvalidArgument);
+                }
+                if self.frames.pop(depth - 1) {
+                    // SAFETY: forked as the caller's contract says.
+                    return unsafe { self.join_fn_offered(job) };
+                }
+            }
+            QUEUED => {
+                // SAFETY: forked as the caller's contract says.
+                return unsafe { self.join_fn_offered(job) };
+            }
+            _ => return Err(Error::InvalidArgument),
+        }
+        // Never left this thread: run it here.
+        // SAFETY: live and ours; `run` was checked by the fork; not queued, not run.
+        unsafe {
+            (*j).mode = IDLE;
+            ((*j).run.unwrap_unchecked())(j, ptr::from_ref(self).cast());
+        }
+        Ok(())
+    }
+
+    /// The job was offered on the join deque: take it back if it is still ours, else wait for
+    /// its thief.
+    #[cold]
+    #[inline(never)]
+    unsafe fn join_fn_offered(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        let j = job.as_ptr();
+        // SAFETY: live; the mode is owner-only.
+        unsafe { (*j).mode = IDLE };
+        if self.joins_pop_if(task_of(job)) {
+            // SAFETY: taken back: not queued any more, not run; `run` checked by the fork.
+            unsafe { ((*j).run.unwrap_unchecked())(j, ptr::from_ref(self).cast()) };
+            return Ok(());
+        }
+        // SAFETY: offered (promoted or queued by the fork); only read from here on.
+        let offered = unsafe { (*j).header.offered() };
+        self.wait_until(Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl FnJob {
+    /// A job that will run `run`, not forked.
+    pub(crate) fn new(run: JobFn) -> Self {
+        /// The task callback until a fork sets the real one (a job is queued only after).
+        unsafe extern "C" fn not_forked(_: *mut Task) {
+            unreachable!("a job is queued only by its fork, which sets its callback")
+        }
+        Self {
+            run: Some(run),
+            header: JobHeader {
+                task: Task::new(not_forked),
+                offered: crate::sync::UnsafeCell::new(core::mem::MaybeUninit::uninit()),
+            },
+            mode: IDLE,
+        }
+    }
+}
+
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{Config, ThreadPool, ThreadSpawner};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::vec::Vec;
+
+    type Cx = WorkerContext<ThreadSpawner>;
+
+    /// fib with a job per level; the job's function counts its runs.
+    #[repr(C)]
+    struct Fib {
+        job: FnJob,
+        n: u64,
+        out: u64,
+        runs: *const AtomicUsize,
+    }
+
+    unsafe extern "C" fn fib_run(job: *mut FnJob, worker: *const ()) {
+        // SAFETY: every job with this function is the first field of a live `Fib`, and the
+        // worker is a context of the pool the test made (the type the test uses).
+        let (f, cx) = unsafe { (&mut *job.cast::<Fib>(), &*worker.cast::<Cx>()) };
+        // SAFETY: the counter outlives the computation.
+        unsafe { (*f.runs).fetch_add(1, Relaxed) };
+        f.out = fib(cx, f.n, f.runs);
+    }
+
+    fn fib(cx: &Cx, n: u64, runs: *const AtomicUsize) -> u64 {
+        if n < 2 {
+            return n;
+        }
+        let mut right = Fib { job: FnJob::new(fib_run), n: n - 2, out: 0, runs };
+        let job = NonNull::from(&mut right).cast::<FnJob>();
+        // SAFETY: `right` stays in this frame until its join, the reverse of its fork.
+        unsafe {
+            cx.fork_fn(job).unwrap();
+            let left = fib(cx, n - 1, runs);
+            cx.join_fn(job).unwrap();
+            left + (*job.cast::<Fib>().as_ptr()).out
+        }
+    }
+
+    fn fib_seq(n: u64) -> u64 {
+        if n < 2 { n } else { fib_seq(n - 1) + fib_seq(n - 2) }
+    }
+
+    #[test]
+    fn every_forked_job_runs_once() {
+        let n = if cfg!(miri) { 8 } else { 18 };
+        for threads in [1, 2] {
+            let pool = ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap();
+            let runs = AtomicUsize::new(0);
+            let out = pool.install(|cx| fib(cx, n, &runs)).unwrap();
+            assert_eq!(out, fib_seq(n));
+            // One job per call with n >= 2.
+            assert_eq!(runs.load(Relaxed) as u64, fib_seq(n + 1) - 1);
+        }
+    }
+
+    unsafe extern "C" fn count(job: *mut FnJob, _: *const ()) {
+        // SAFETY: the jobs of these tests are the first field of a live `Fib`.
+        unsafe { (*(*job.cast::<Fib>()).runs).fetch_add(1, Relaxed) };
+    }
+
+    #[test]
+    fn forks_deeper_than_the_frame_stack_are_queued_and_joined() {
+        let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+        let runs = AtomicUsize::new(0);
+        let wide = FRAMES + 20;
+        pool.install(|cx| {
+            let mut jobs: Vec<Fib> = (0..wide).map(|_| Fib { job: FnJob::new(count), n: 0, out: 0, runs: &runs }).collect();
+            let base = jobs.as_mut_ptr();
+            // SAFETY: the vector is not touched (nor moved) between the forks and the joins,
+            // which come in reverse order.
+            unsafe {
+                for i in 0..wide {
+                    cx.fork_fn(NonNull::new_unchecked(base.add(i)).cast()).unwrap();
+                }
+                for i in (0..wide).rev() {
+                    cx.join_fn(NonNull::new_unchecked(base.add(i)).cast()).unwrap();
+                }
+            }
+        })
+        .unwrap();
+        assert_eq!(runs.load(Relaxed), wide);
+    }
+
+    #[test]
+    fn joins_out_of_order_and_twice_are_refused() {
+        let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        let runs = AtomicUsize::new(0);
+        pool.install(|cx| {
+            let mut a = Fib { job: FnJob::new(count), n: 0, out: 0, runs: &runs };
+            let mut b = Fib { job: FnJob::new(count), n: 0, out: 0, runs: &runs };
+            let (a, b) = (NonNull::from(&mut a).cast::<FnJob>(), NonNull::from(&mut b).cast::<FnJob>());
+            // SAFETY: both stay in this frame until joined, in reverse order.
+            unsafe {
+                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "not forked");
+                cx.fork_fn(a).unwrap();
+                cx.fork_fn(b).unwrap();
+                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "b is newer");
+                assert_eq!(runs.load(Relaxed), 0);
+                cx.join_fn(b).unwrap();
+                cx.join_fn(a).unwrap();
+                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "joined already");
+            }
+        })
+        .unwrap();
+        assert_eq!(runs.load(Relaxed), 2);
+    }
+}
