@@ -12,7 +12,10 @@
  *   3. misuse is refused and changes nothing: joins out of order, a second join, NULLs, a
  *      NULL run, an install on a shut-down pool;
  *   4. pool_current_worker inside a submitted task (and NULL outside, or for another pool);
- *      pool_install from a worker runs inline; the global pool's forms.
+ *      pool_install from a worker runs inline; the global pool's forms;
+ *   5. pool_fork's forks stay private to the forking worker until its latch wait runs them,
+ *      and are never stranded: forks a task does not wait for (it returns; a job returns
+ *      to its join) run anyway, and a wait finds its forks under a job forked after them.
  *
  * A 120 s watchdog turns a hang into exit status 2.
  */
@@ -371,6 +374,126 @@ static void test_current_worker(void)
     pool_destroy(pool);
 }
 
+/* 5. Plain forks (pool_fork) mixed with jobs. */
+struct plain {
+    struct task task;
+    struct pool_latch *latch;
+    atomic_int *ran;
+};
+
+static void plain_run(struct task *task)
+{
+    struct plain *p = container_of(task, struct plain, task);
+    atomic_fetch_add(p->ran, 1);
+    pool_latch_done(p->latch);
+}
+
+#define PLAIN 100
+
+struct forker {
+    struct task task;
+    struct pool_job job;
+    struct pool *pool;
+    struct plain children[PLAIN];
+    struct pool_latch latch;
+    atomic_int ran;
+    struct leaf j;
+    int status, join_status;
+};
+
+/* Forks PLAIN children and returns without waiting (the waiter is elsewhere). */
+static void fork_and_return(struct forker *f)
+{
+    for (int i = 0; i < PLAIN; i++) {
+        f->children[i] = (struct plain){ .task = { .callback = plain_run }, .latch = &f->latch, .ran = &f->ran };
+        f->status |= pool_fork(f->pool, &f->children[i].task);
+    }
+}
+
+static void forker_task(struct task *task)
+{
+    fork_and_return(container_of(task, struct forker, task));
+}
+
+static void forker_job(struct pool_job *job, struct pool_worker *w)
+{
+    (void)w;
+    fork_and_return(POOL_CONTAINER_OF(job, struct forker, job));
+}
+
+/* A job that forks one plain child, forks a job after it, and waits for the child before
+ * joining the job: the child's frame is under the job's. */
+static void under_job(struct pool_job *job, struct pool_worker *w)
+{
+    struct forker *f = POOL_CONTAINER_OF(job, struct forker, job);
+    f->children[0] = (struct plain){ .task = { .callback = plain_run }, .latch = &f->latch, .ran = &f->ran };
+    f->status |= pool_fork(f->pool, &f->children[0].task);
+    f->j.job.run = leaf_run;
+    atomic_init(&f->j.ran, 0);
+    f->status |= pool_worker_fork(w, &f->j.job);
+    f->status |= pool_latch_wait(f->pool, &f->latch);
+    f->join_status = pool_worker_join(w, &f->j.job);
+}
+
+/* The outer job joins a job whose function forked plain tasks it did not wait for. */
+struct outer {
+    struct pool_job job;
+    struct forker *f;
+    int status;
+};
+
+static void outer_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct outer *o = POOL_CONTAINER_OF(job, struct outer, job);
+    o->f->job.run = forker_job;
+    o->status = pool_worker_fork(w, &o->f->job);
+    if (o->status == POOL_OK) {
+        o->status = pool_worker_join(w, &o->f->job);
+    }
+}
+
+static void test_plain_forks(size_t threads)
+{
+    struct pool *pool = make_pool(threads);
+    static struct forker f;
+    for (int round = 0; round < 20; round++) {
+        /* (a) A task forks and returns; the main thread waits. */
+        memset(&f, 0, sizeof f);
+        f.pool = pool;
+        f.task.callback = forker_task;
+        pool_latch_init(&f.latch);
+        pool_latch_add(&f.latch, PLAIN);
+        EXPECT_EQ(pool_submit_to(pool, &f.task), POOL_OK);
+        EXPECT_EQ(pool_latch_wait(pool, &f.latch), POOL_OK);
+        EXPECT_EQ(f.status, POOL_OK);
+        EXPECT_EQ(atomic_load(&f.ran), PLAIN);
+
+        /* (b) A job forks and returns to its join; the main thread waits. */
+        memset(&f, 0, sizeof f);
+        f.pool = pool;
+        pool_latch_init(&f.latch);
+        pool_latch_add(&f.latch, PLAIN);
+        struct outer o = { .job = { .run = outer_run }, .f = &f };
+        EXPECT_EQ(pool_install(pool, &o.job), POOL_OK);
+        EXPECT_EQ(o.status, POOL_OK);
+        EXPECT_EQ(pool_latch_wait(pool, &f.latch), POOL_OK);
+        EXPECT_EQ(atomic_load(&f.ran), PLAIN);
+
+        /* (c) A wait finds its fork under a job forked after it. */
+        memset(&f, 0, sizeof f);
+        f.pool = pool;
+        f.job.run = under_job;
+        pool_latch_init(&f.latch);
+        pool_latch_add(&f.latch, 1);
+        EXPECT_EQ(pool_install(pool, &f.job), POOL_OK);
+        EXPECT_EQ(f.status, POOL_OK);
+        EXPECT_EQ(f.join_status, POOL_OK);
+        EXPECT_EQ(atomic_load(&f.ran), 1);
+        EXPECT_EQ(atomic_load(&f.j.ran), 1);
+    }
+    pool_destroy(pool);
+}
+
 int main(void)
 {
     test_watchdog_start(120);
@@ -382,5 +505,7 @@ int main(void)
     test_wide(4);
     test_misuse();
     test_current_worker();
+    test_plain_forks(1);
+    test_plain_forks(2);
     return test_finish();
 }

@@ -349,8 +349,10 @@ struct pool_blocking_metrics {
  * once per fork, with the job and the worker it runs on (pass the worker down to fork more);
  * recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
  *
- * `opaque` needs no initial value: the fork writes it. The job must stay in place, and must
- * not be forked again, until `pool_worker_join` for it returned POOL_OK.
+ * `opaque` needs no initial value: the fork writes it, and the pool uses it (from the forking
+ * thread and a thief at once) until the join returns: `run` reads and writes only the other
+ * fields of your struct. The job must stay in place, and must not be forked again, until
+ * `pool_worker_join` for it returned POOL_OK.
  */
 struct pool_job {
   /**
@@ -812,11 +814,13 @@ int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
 int pool_latch_wait_global(struct pool_latch *latch);
 
 /**
- * Submits a task for fork-join: from one of `pool`'s threads it goes on that thread's own
- * fork-join deque, which the thread runs newest-first while it waits in `pool_latch_wait`
- * (depth-first, so recursive fork-join nests no deeper than the recursion) and from which idle
- * threads steal the oldest; from any other thread it is `pool_submit_to`. Ownership as for
- * `pool_submit`.
+ * Submits a task for fork-join: from one of `pool`'s threads it stays private to that thread
+ * (nothing shared is written) until the thread's `pool_latch_wait` runs it, newest first
+ * (depth-first, so recursive fork-join nests no deeper than the recursion), or an idle thread
+ * asks for work (the oldest forks are offered first), or the callback that forked it returns
+ * without waiting (then it is queued for this thread or a thief); from any other thread it is
+ * `pool_submit_to`. Ownership as for `pool_submit`. For the fastest fine-grained fork-join,
+ * see `pool_worker_fork` (no latch, no atomic operation per fork).
  */
 int pool_fork(struct pool *pool, struct task *task);
 

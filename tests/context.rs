@@ -148,3 +148,76 @@ fn a_panic_in_a_with_b_latent_drops_b_unrun_and_propagates() {
     // The pool still works, and the frame stack is back at depth 0 (a later join is exact).
     assert_eq!(pool.install(|cx| fib(cx, 15)).unwrap(), fib_seq(15));
 }
+
+/// A forked task (`submit_fork`) bumps a counter and marks its latch done.
+#[repr(C)]
+struct Forked<'a> {
+    task: pool::Task,
+    hits: &'a AtomicUsize,
+    latch: &'a pool::CountLatch,
+}
+
+unsafe extern "C" fn forked_run(task: *mut pool::Task) {
+    // SAFETY: every task with this callback is the first field of a live `Forked`, whose latch
+    // outlives the `done` (its waiter waits for it).
+    let f = unsafe { &*task.cast::<Forked>() };
+    f.hits.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: one `done` per unit added.
+    unsafe { f.latch.done() };
+}
+
+/// Forks `n` tasks from `forks` (their latch counts them) and waits for none.
+fn fork_all(pool: &ThreadPool<ThreadSpawner>, forks: &mut [Forked<'_>]) {
+    for f in forks.iter_mut() {
+        let f: *mut Forked = f;
+        // SAFETY: the tasks outlive their runs: the caller waits for the latch before they go.
+        // The task pointer is projected from the whole `Forked`, which the callback reads.
+        unsafe { pool.submit_fork(std::ptr::NonNull::new_unchecked(&raw mut (*f).task)).unwrap() };
+    }
+}
+
+#[test]
+fn forks_not_waited_for_inside_a_join_half_still_run() {
+    // `a` forks tasks (latent frames above the join's own) and returns without waiting: the
+    // join hands them to the deque before it pops its frame; the latch wait after finds them.
+    for threads in [1, 2] {
+        let pool = pool(threads);
+        let hits = AtomicUsize::new(0);
+        let latch = pool::CountLatch::new();
+        let n = 10;
+        latch.add(n);
+        let mut forks: Vec<Forked> = (0..n).map(|_| Forked { task: pool::Task::new(forked_run), hits: &hits, latch: &latch }).collect();
+        pool.install(|cx| {
+            let ((), x) = cx.join(|_| fork_all(&pool, &mut forks), |cx| fib(cx, 10));
+            assert_eq!(x, fib_seq(10));
+            pool.wait_for_latch(&latch);
+        })
+        .unwrap();
+        assert_eq!(hits.load(Ordering::Relaxed), n, "threads={threads}");
+    }
+}
+
+#[test]
+fn a_panic_after_forking_inside_a_join_half_strands_no_fork() {
+    let pool = pool(1);
+    let hits = AtomicUsize::new(0);
+    let latch = pool::CountLatch::new();
+    let n = 5;
+    latch.add(n);
+    let mut forks: Vec<Forked> = (0..n).map(|_| Forked { task: pool::Task::new(forked_run), hits: &hits, latch: &latch }).collect();
+    pool.install(|cx| {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cx.join(
+                |_| {
+                    fork_all(&pool, &mut forks);
+                    panic!("after forking");
+                },
+                |_| 0,
+            )
+        }));
+        assert!(caught.is_err());
+        pool.wait_for_latch(&latch);
+    })
+    .unwrap();
+    assert_eq!(hits.load(Ordering::Relaxed), n);
+}

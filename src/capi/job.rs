@@ -25,7 +25,7 @@ use core::ptr::{self, NonNull};
 
 use super::platform::CSpawner;
 use super::pool_status::*;
-use super::{borrow, boundary, process, status, status_on, CPool, Pool};
+use super::{borrow, boundary, status, status_on, CPool, Pool};
 use crate::join::fn_job::FnJob;
 use crate::{ThreadPool, ThreadSpawner, WorkerContext};
 
@@ -46,8 +46,10 @@ pub const POOL_JOB_WORDS: usize = 12;
 /// once per fork, with the job and the worker it runs on (pass the worker down to fork more);
 /// recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
 ///
-/// `opaque` needs no initial value: the fork writes it. The job must stay in place, and must
-/// not be forked again, until `pool_worker_join` for it returned POOL_OK.
+/// `opaque` needs no initial value: the fork writes it, and the pool uses it (from the forking
+/// thread and a thief at once) until the join returns: `run` reads and writes only the other
+/// fields of your struct. The job must stay in place, and must not be forked again, until
+/// `pool_worker_join` for it returned POOL_OK.
 #[cfg_attr(doc, doc = include_str!("examples/job.md"))]
 #[repr(C)]
 #[derive(Debug)]
@@ -186,7 +188,8 @@ pub extern "C" fn pool_install(pool: *mut Pool, job: *mut PoolJob) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(job) = checked_job(job) else { return POOL_ERR_INVALID };
-        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+        // SAFETY: a live pool (pool.h contract).
+        if unsafe { super::inherited(pool) } {
             return POOL_ERR_FORKED;
         }
         // SAFETY: a live pool (pool.h contract).
@@ -216,7 +219,8 @@ pub extern "C" fn pool_install_global(job: *mut PoolJob) -> c_int {
 pub extern "C" fn pool_current_worker(pool: *mut Pool) -> *mut PoolWorker {
     let worker = catch_null(|| {
         let pool = NonNull::new(pool)?;
-        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+        // SAFETY: a live pool (pool.h contract).
+        if unsafe { super::inherited(pool) } {
             return None;
         }
         // SAFETY: a live pool (pool.h contract).

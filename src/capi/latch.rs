@@ -111,7 +111,8 @@ pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_i
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(latch) = NonNull::new(latch) else { return POOL_ERR_INVALID };
-        if super::process::is_inherited(pool.as_ptr().cast_const().cast()) {
+        // SAFETY: a live pool (pool.h contract).
+        if unsafe { super::inherited(pool) } {
             return POOL_ERR_FORKED;
         }
         // SAFETY: a live pool and an initialised latch (pool.h contract).
@@ -137,11 +138,13 @@ pub extern "C" fn pool_latch_wait_global(latch: *mut PoolLatch) -> c_int {
     })
 }
 
-/// Submits a task for fork-join: from one of `pool`'s threads it goes on that thread's own
-/// fork-join deque, which the thread runs newest-first while it waits in `pool_latch_wait`
-/// (depth-first, so recursive fork-join nests no deeper than the recursion) and from which idle
-/// threads steal the oldest; from any other thread it is `pool_submit_to`. Ownership as for
-/// `pool_submit`.
+/// Submits a task for fork-join: from one of `pool`'s threads it stays private to that thread
+/// (nothing shared is written) until the thread's `pool_latch_wait` runs it, newest first
+/// (depth-first, so recursive fork-join nests no deeper than the recursion), or an idle thread
+/// asks for work (the oldest forks are offered first), or the callback that forked it returns
+/// without waiting (then it is queued for this thread or a thief); from any other thread it is
+/// `pool_submit_to`. Ownership as for `pool_submit`. For the fastest fine-grained fork-join,
+/// see `pool_worker_fork` (no latch, no atomic operation per fork).
 #[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {

@@ -246,6 +246,17 @@ fn checked_task(task: *mut CTask) -> Option<NonNull<Task>> {
     Some(task.cast())
 }
 
+/// Whether `pool` was inherited through `fork()` (see `process`). An inherited pool is closed,
+/// so the registry (behind a lock) is consulted only for a closed one.
+///
+/// # Safety
+/// `pool` is a live pool.
+#[inline]
+unsafe fn inherited(pool: NonNull<Pool>) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { borrow(pool) }.inner().injector.is_closed() && process::is_inherited(pool.as_ptr().cast_const().cast())
+}
+
 /// Validates a NULL-terminated list and links it into a batch, all or nothing: a NULL
 /// callback anywhere, or a cycle, rejects the whole list before anything is queued.
 fn checked_batch(first: *mut CTask) -> Option<Batch> {

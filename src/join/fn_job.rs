@@ -9,7 +9,7 @@
 //! * `LATENT`: its task is the newest latent frame of the worker's frame stack (`frame`); the
 //!   join pops the frame and calls the function inline, unless a hungry worker had it promoted.
 //! * `INLINE`: not recorded, by `join`'s rule (enough latent frames in supply, and not the one
-//!   join in [`RECORD_EVERY`](super::RECORD_EVERY)): the join calls the function inline.
+//!   join in [`RECORD_EVERY`](super::frame::RECORD_EVERY)): the join calls the function inline.
 //! * `QUEUED`: offered on the join deque at once (the frame stack was full): the join takes
 //!   it back or waits for its thief.
 //! * `IDLE`: not forked (never, or joined since).
@@ -28,7 +28,7 @@
 use core::ptr::{self, NonNull};
 
 use super::frame::FRAMES;
-use super::{JobHeader, LATENT_SUPPLY};
+use super::JobHeader;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::scheduler::{Error, Inner, WorkerContext};
@@ -125,7 +125,7 @@ impl<S: Spawner> WorkerContext<S> {
             if (*j).run.is_none() {
                 return Err(Error::InvalidArgument);
             }
-            if self.frames.latent() >= LATENT_SUPPLY && !self.record_this_join() {
+            if self.frames.skip_record() {
                 // Enough to offer already: run it at its join (`join`'s rule).
                 (*j).mode = INLINE;
             } else {
@@ -179,9 +179,15 @@ impl<S: Spawner> WorkerContext<S> {
         match mode {
             INLINE => {}
             LATENT => {
-                let depth = self.frames.depth();
-                if depth == 0 || self.frames.task_at(depth - 1) != task_of(job) {
-                    return Err(Error::InvalidArgument);
+                let mut depth = self.frames.depth();
+                if depth == 0 || self.frames.job_at(depth - 1) != Some(task_of(job)) {
+                    // Not the newest frame: the job's own frame under task frames forked
+                    // since (and not waited for) is fine; anything else is a join out of order.
+                    let Some(at) = self.frames.job_under_tasks(task_of(job)) else {
+                        return Err(Error::InvalidArgument);
+                    };
+                    self.truncate_frames(at + 1);
+                    depth = at + 1;
                 }
                 if self.frames.pop(depth - 1) {
                     // SAFETY: forked as the caller's contract says.
@@ -261,12 +267,18 @@ mod tests {
     }
 
     unsafe extern "C" fn fib_run(job: *mut FnJob, worker: *const ()) {
+        // The job's own fields are the pool's (its owner reads its mode meanwhile): only `n`,
+        // `out` and `runs` are touched, through the raw pointer, never a reference to the
+        // whole `Fib`.
+        let f = job.cast::<Fib>();
         // SAFETY: every job with this function is the first field of a live `Fib`, and the
-        // worker is a context of the pool the test made (the type the test uses).
-        let (f, cx) = unsafe { (&mut *job.cast::<Fib>(), &*worker.cast::<Cx>()) };
-        // SAFETY: the counter outlives the computation.
-        unsafe { (*f.runs).fetch_add(1, Relaxed) };
-        f.out = fib(cx, f.n, f.runs);
+        // worker is a context of the pool the test made (the type the test uses); the counter
+        // outlives the computation.
+        unsafe {
+            let cx = &*worker.cast::<Cx>();
+            (*(*f).runs).fetch_add(1, Relaxed);
+            (*f).out = fib(cx, (*f).n, (*f).runs);
+        }
     }
 
     fn fib(cx: &Cx, n: u64, runs: *const AtomicUsize) -> u64 {
@@ -275,6 +287,7 @@ mod tests {
         }
         let mut right = Fib { job: FnJob::new(fib_run), n: n - 2, out: 0, runs };
         let job = NonNull::from(&mut right).cast::<FnJob>();
+        // (From here on `right` is reached only through `job`.)
         // SAFETY: `right` stays in this frame until its join, the reverse of its fork.
         unsafe {
             cx.fork_fn(job).unwrap();

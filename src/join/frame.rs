@@ -13,20 +13,43 @@
 //! `b`), so one promotion feeds a thief for a long time, and two busy workers go on running
 //! their joins at nearly sequential cost.
 //!
+//! Two kinds of frame share the stack:
+//! * a **job frame**: the stack job of a `join`'s second half, or a forked `FnJob`
+//!   (`join::fn_job`): popped by its own join, which runs it inline if it is still latent;
+//! * a **task frame**: a plain task forked with `submit_fork` (`pool_fork` in C), which has no
+//!   join: a wait of its forker pops it while it is the newest latent frame and runs it
+//!   inline (`WorkerContext::wait_until`); whatever is left when the code that forked it is
+//!   done goes to the join deque ([`truncate`](FrameStack::truncate)).
+//!
 //! # Invariants (owner thread only: the stack lives in the `WorkerContext`, which is `!Sync`)
-//! * The frames form a stack in call order: `join` pushes at entry and pops before it returns
-//!   (its unwinding guard pops too), and joins nest, so the pops come in reverse push order.
+//! * The frames form a stack in call order. A job frame is pushed by its fork or `join` and
+//!   popped by its join, and these nest like calls, so a job frame is popped when every frame
+//!   above it is gone or is a task frame; the join first [truncates](FrameStack::truncate)
+//!   the task frames above it. A task run from a queue leaves the stack as it found it (the
+//!   scheduler truncates after each task).
 //! * Slots `[0, latent_from)` are promoted (their tasks went to the join deque), slots
 //!   `[latent_from, depth)` are latent (in no queue: only their owner knows them). Promotion
-//!   goes oldest first, so this split is all the bookkeeping there is.
+//!   goes oldest first, so this split is all the bookkeeping there is. A promoted task frame
+//!   stays in its slot, as a placeholder, until a truncation drops it.
 //! * At most [`FRAMES`] frames: a `join` nested deeper takes no frame and runs both halves
-//!   inline (promotion goes oldest first, so it would reach such frames only after [`FRAMES`]
-//!   outer frames were offered, which a pool with fewer workers never needs).
+//!   inline, and a deeper fork goes to the join deque at once (promotion goes oldest first, so
+//!   it would reach such frames only after [`FRAMES`] outer frames were offered, which a pool
+//!   with fewer workers never needs).
 
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
 use crate::task::Task;
+
+/// Latent frames a worker keeps to offer before it stops recording joins (all but one in
+/// [`RECORD_EVERY`]): the outermost ones are the ones thieves get first, and the biggest.
+pub(crate) const LATENT_SUPPLY: usize = 3;
+/// With [`LATENT_SUPPLY`] latent frames, one join in this many is still recorded, so that deep
+/// inside a recursion whose outer frames were all taken there is again work to offer.
+pub(crate) const RECORD_EVERY: u32 = 64;
+
+/// The tag of a task frame in its slot (tasks are pointer-aligned: bit 0 is free).
+const TASK_FRAME: usize = 1;
 
 /// Slots in a worker's frame stack (the deepest join nesting whose frames can be promoted).
 pub(crate) const FRAMES: usize = 64;
@@ -37,19 +60,58 @@ pub(crate) struct FrameStack {
     depth: Cell<usize>,
     /// The first latent frame; slots below it are promoted. `<= depth`.
     latent_from: Cell<usize>,
-    /// The frames' tasks (`b`'s `StackJob` headers), by depth.
+    /// Joins that may still go unrecorded (the latent supply is full): set to
+    /// `RECORD_EVERY - 1` by a push that leaves `LATENT_SUPPLY` or more latent frames, counted
+    /// down by [`skip_record`](Self::skip_record), and 0 whenever fewer are latent.
+    unrecorded: Cell<u32>,
+    /// The frames' tasks by depth: a job frame's job header, or a task frame's task with
+    /// [`TASK_FRAME`] set.
     slots: [Cell<*const Task>; FRAMES],
 }
 
 impl FrameStack {
     pub(crate) fn new() -> Self {
-        Self { depth: Cell::new(0), latent_from: Cell::new(0), slots: [const { Cell::new(ptr::null()) }; FRAMES] }
+        Self {
+            depth: Cell::new(0),
+            latent_from: Cell::new(0),
+            unrecorded: Cell::new(0),
+            slots: [const { Cell::new(ptr::null()) }; FRAMES],
+        }
     }
 
     /// Frames pushed and not yet popped: the depth the next [`push`](Self::push) takes.
     #[inline(always)]
     pub(crate) fn depth(&self) -> usize {
         self.depth.get()
+    }
+
+    /// Whether this join (or fork) may go unrecorded: the latent supply is full and this is
+    /// not the one in [`RECORD_EVERY`] that is recorded anyway. A countdown in one word: the
+    /// whole test on the path of a fine-grained join.
+    #[inline(always)]
+    pub(crate) fn skip_record(&self) -> bool {
+        let n = self.unrecorded.get();
+        if n == 0 {
+            return false;
+        }
+        self.unrecorded.set(n - 1);
+        true
+    }
+
+    /// After a push: a full supply allows the next joins to go unrecorded.
+    #[inline(always)]
+    fn pushed(&self) {
+        if self.latent() >= LATENT_SUPPLY {
+            self.unrecorded.set(RECORD_EVERY - 1);
+        }
+    }
+
+    /// After the latent frames decreased: fewer than the supply records every join again.
+    #[inline(always)]
+    fn latent_decreased(&self) {
+        if self.latent() < LATENT_SUPPLY {
+            self.unrecorded.set(0);
+        }
     }
 
     /// Pushes `task` as the newest, latent frame at `depth`, which is [`depth`](Self::depth)
@@ -59,13 +121,83 @@ impl FrameStack {
         debug_assert_eq!(depth, self.depth.get());
         self.slots[depth].set(task.as_ptr());
         self.depth.set(depth + 1);
+        self.pushed();
     }
 
-    /// The task of the frame at `depth` (below [`FRAMES`], pushed and not popped).
+    /// Pushes `task` as the newest, latent *task* frame at `depth` (as [`push`](Self::push)).
+    #[inline(always)]
+    pub(crate) fn push_task(&self, depth: usize, task: NonNull<Task>) {
+        debug_assert_eq!(depth, self.depth.get());
+        self.slots[depth].set(task.as_ptr().map_addr(|a| a | TASK_FRAME));
+        self.depth.set(depth + 1);
+        self.pushed();
+    }
+
+    /// The job of the job frame at `depth` (below [`FRAMES`], pushed and not popped); `None`
+    /// for a task frame.
     #[inline]
-    pub(crate) fn task_at(&self, depth: usize) -> NonNull<Task> {
+    pub(crate) fn job_at(&self, depth: usize) -> Option<NonNull<Task>> {
         debug_assert!(depth < self.depth.get());
-        NonNull::new(self.slots[depth].get().cast_mut()).expect("a pushed frame has a task")
+        let slot = self.slots[depth].get();
+        if slot.addr() & TASK_FRAME != 0 {
+            return None;
+        }
+        NonNull::new(slot.cast_mut())
+    }
+
+    /// The depth of the job frame of `job`, if every frame above it is a task frame (what a
+    /// join may truncate before it pops its own).
+    #[cold]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn job_under_tasks(&self, job: NonNull<Task>) -> Option<usize> {
+        (0..self.depth.get()).rev().map_while(|d| match self.job_at(d) {
+            Some(j) if j == job => Some(Some(d)),
+            Some(_) => None,
+            None => Some(None),
+        })
+        .flatten()
+        .next()
+    }
+
+    /// Pops the newest frame if it is a latent task frame, and returns its task (for the
+    /// waiting forker to run inline).
+    #[inline]
+    pub(crate) fn pop_latent_task(&self) -> Option<NonNull<Task>> {
+        let depth = self.depth.get();
+        if depth == 0 || depth <= self.latent_from.get() {
+            return None;
+        }
+        let slot = self.slots[depth - 1].get();
+        if slot.addr() & TASK_FRAME == 0 {
+            return None;
+        }
+        self.depth.set(depth - 1);
+        self.latent_decreased();
+        NonNull::new(slot.map_addr(|a| a & !TASK_FRAME).cast_mut())
+    }
+
+    /// Whether a latent frame is a task frame (which only a wait of its forker would run).
+    #[cold]
+    pub(crate) fn has_latent_task(&self) -> bool {
+        (self.latent_from.get()..self.depth.get()).any(|d| self.slots[d].get().addr() & TASK_FRAME != 0)
+    }
+
+    /// Drops every frame at `base` and above (all task frames: see the invariants), handing
+    /// each latent one's task to `hand_out` (oldest first); promoted ones are in the join
+    /// deque already.
+    #[cold]
+    pub(crate) fn truncate(&self, base: usize, mut hand_out: impl FnMut(NonNull<Task>)) {
+        let depth = self.depth.get();
+        for d in base.max(self.latent_from.get())..depth {
+            let slot = self.slots[d].get();
+            debug_assert!(slot.addr() & TASK_FRAME != 0, "only task frames outlive their forker's code");
+            if let Some(task) = NonNull::new(slot.map_addr(|a| a & !TASK_FRAME).cast_mut()) {
+                hand_out(task);
+            }
+        }
+        self.depth.set(base.min(depth));
+        self.latent_from.set(self.latent_from.get().min(base));
+        self.latent_decreased();
     }
 
     /// Pops the newest frame, pushed at `depth`; returns whether it was promoted (its task went
@@ -78,8 +210,10 @@ impl FrameStack {
         if depth < latent_from {
             // It was promoted, and every newer frame is gone: none is latent.
             self.latent_from.set(depth);
+            self.unrecorded.set(0);
             return true;
         }
+        self.latent_decreased();
         false
     }
 
@@ -89,14 +223,17 @@ impl FrameStack {
         self.depth.get() - self.latent_from.get()
     }
 
-    /// The task of the oldest latent frame that has a slot, if any, for the caller to offer.
+    /// The oldest latent frame, if any, for the caller to offer: its task, and whether it is a
+    /// task frame (a job frame's job must be offered before it is queued).
     #[inline]
-    pub(crate) fn oldest_latent(&self) -> Option<NonNull<Task>> {
+    pub(crate) fn oldest_latent(&self) -> Option<(NonNull<Task>, bool)> {
         let from = self.latent_from.get();
         if from >= self.depth.get() {
             return None;
         }
-        NonNull::new(self.slots[from].get().cast_mut())
+        let slot = self.slots[from].get();
+        let is_task = slot.addr() & TASK_FRAME != 0;
+        NonNull::new(slot.map_addr(|a| a & !TASK_FRAME).cast_mut()).map(|t| (t, is_task))
     }
 
     /// Marks the oldest latent frame promoted (its task, from
@@ -105,6 +242,7 @@ impl FrameStack {
     pub(crate) fn mark_oldest_promoted(&self) {
         debug_assert!(self.latent_from.get() < self.depth.get());
         self.latent_from.set(self.latent_from.get() + 1);
+        self.latent_decreased();
     }
 }
 
@@ -130,23 +268,55 @@ mod tests {
         };
         let d1 = push(p1);
         let d2 = push(p2);
-        assert_eq!(stack.oldest_latent(), Some(p1));
+        assert_eq!(stack.oldest_latent(), Some((p1, false)));
         stack.mark_oldest_promoted();
-        assert_eq!(stack.oldest_latent(), Some(p2));
+        assert_eq!(stack.oldest_latent(), Some((p2, false)));
         let d3 = push(p3);
         stack.mark_oldest_promoted();
-        assert_eq!(stack.oldest_latent(), Some(p3));
-        assert_eq!(stack.task_at(d3), p3);
+        assert_eq!(stack.oldest_latent(), Some((p3, false)));
+        assert_eq!(stack.job_at(d3), Some(p3));
         assert!(!stack.pop(d3), "f3 stayed latent");
         assert_eq!(stack.oldest_latent(), None, "f1 and f2 are promoted");
         assert!(stack.pop(d2));
         // A new inner frame after a promoted one is latent and the oldest latent.
         let d3 = push(p3);
-        assert_eq!(stack.oldest_latent(), Some(p3));
+        assert_eq!(stack.oldest_latent(), Some((p3, false)));
         stack.mark_oldest_promoted();
         assert_eq!(stack.oldest_latent(), None);
         assert!(stack.pop(d3));
         assert!(stack.pop(d1));
         assert_eq!(stack.oldest_latent(), None);
+    }
+
+    #[test]
+    fn task_frames_pop_while_latent_and_truncate_hands_out_the_latent_ones() {
+        let (mut j, mut t1, mut t2, mut t3) = (task(), task(), task(), task());
+        let (pj, p1, p2, p3) = (NonNull::from(&mut j), NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
+        let stack = FrameStack::new();
+        stack.push(0, pj);
+        stack.push_task(1, p1);
+        stack.push_task(2, p2);
+        assert_eq!(stack.job_at(1), None, "a task frame is no job");
+        assert_eq!(stack.pop_latent_task(), Some(p2));
+        stack.push_task(2, p2);
+        stack.push_task(3, p3);
+        // Promotion goes oldest first, whatever the kind.
+        assert_eq!(stack.oldest_latent(), Some((pj, false)));
+        stack.mark_oldest_promoted();
+        assert_eq!(stack.oldest_latent(), Some((p1, true)));
+        stack.mark_oldest_promoted();
+        // The job's frame is found under the task frames; truncating above it hands out the
+        // latent ones (t2, t3), not the promoted t1.
+        assert_eq!(stack.job_under_tasks(pj), Some(0));
+        let mut out = [None; 3];
+        let mut n = 0;
+        stack.truncate(1, |t| {
+            out[n] = Some(t);
+            n += 1;
+        });
+        assert_eq!(out, [Some(p2), Some(p3), None]);
+        assert_eq!(stack.depth(), 1);
+        assert_eq!(stack.pop_latent_task(), None, "a job frame is no task frame");
+        assert!(stack.pop(0), "the job was promoted");
     }
 }

@@ -56,6 +56,8 @@
 //! the job's result.
 
 pub(crate) mod deque;
+// The C API's fork-join (`capi::job`); built without it too, for its tests.
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) mod fn_job;
 pub(crate) mod frame;
 #[cfg(feature = "std")]
@@ -71,12 +73,6 @@ use alloc::boxed::Box;
 use crate::latch::{CountLatch, Signal};
 use frame::FRAMES;
 
-/// Latent frames a worker keeps to offer before it stops recording joins (all but one in
-/// [`RECORD_EVERY`]): the outermost ones are the ones thieves get first, and the biggest.
-const LATENT_SUPPLY: usize = 3;
-/// With [`LATENT_SUPPLY`] latent frames, one join in this many is still recorded (a power of
-/// two: the test is a mask).
-pub(crate) const RECORD_EVERY: u32 = 64;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::scheduler::{Error, Inner, ThreadPool, WorkerContext};
@@ -348,15 +344,16 @@ where
 
 /// Settles `join`'s second half while its first unwinds: the frame is popped, and `b` is taken
 /// back (and dropped unrun) or, if a thief has it, waited for, so the frame outlives every use.
-/// Dropped only by unwinding: the normal path forgets it. It holds only the context: the
-/// unwinding `join`'s frame is the newest (every inner `join` popped its own), and its slot
-/// points to the job.
+/// Dropped only by unwinding: the normal path forgets it. It holds the context and the depth
+/// of the unwinding `join`'s frame, whose slot points to the job (every inner `join` popped
+/// its own; task frames forked above it are truncated first).
 struct SettleOnUnwind<'a, F, R, S: Spawner>
 where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
 {
     cx: &'a WorkerContext<S>,
+    depth: usize,
     job: PhantomData<fn(&StackJob<F, R, S>)>,
 }
 
@@ -365,10 +362,10 @@ where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
 {
-    /// The guard for `job`, the newest frame of `cx` (the type comes from `job`).
+    /// The guard for `job`, the frame of `cx` at `depth` (the type comes from `job`).
     #[inline(always)]
-    fn new(cx: &'a WorkerContext<S>, _job: &StackJob<F, R, S>) -> Self {
-        Self { cx, job: PhantomData }
+    fn new(cx: &'a WorkerContext<S>, depth: usize, _job: &StackJob<F, R, S>) -> Self {
+        Self { cx, depth, job: PhantomData }
     }
 }
 
@@ -378,21 +375,24 @@ where
     R: Send,
 {
     fn drop(&mut self) {
-        settle_on_unwind::<F, R, S>(self.cx);
+        settle_on_unwind::<F, R, S>(self.cx, self.depth);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn settle_on_unwind<F, R, S: Spawner>(cx: &WorkerContext<S>)
+fn settle_on_unwind<F, R, S: Spawner>(cx: &WorkerContext<S>, depth: usize)
 where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
 {
-    let depth = cx.frames.depth() - 1;
-    // SAFETY: the newest frame is the unwinding `join`'s (module docs of `frame`), whose job
-    // is a `StackJob<F, R, S>` (the guard's type was taken from it), alive in its frame.
-    let job = unsafe { cx.frames.task_at(depth).cast::<StackJob<F, R, S>>().as_ref() };
+    if cx.frames.depth() != depth + 1 {
+        cx.truncate_frames(depth + 1);
+    }
+    let job = cx.frames.job_at(depth).expect("a join's frame is a job frame");
+    // SAFETY: the frame at `depth` is the unwinding `join`'s (module docs of `frame`), whose
+    // job is a `StackJob<F, R, S>` (the guard's type was taken from it), alive in its frame.
+    let job = unsafe { job.cast::<StackJob<F, R, S>>().as_ref() };
     if !cx.frames.pop(depth) || cx.joins_pop_if(job.task()) {
         // Never queued, or taken back: `b` will not run.
         // SAFETY: not queued, not run: ours to drop.
@@ -433,7 +433,7 @@ impl<S: Spawner> WorkerContext<S> {
         // Enough latent frames to offer already (the outer ones, the biggest): this join runs
         // both halves in order, recording nothing, except every `RECORD_EVERY`th, so that deep
         // inside a recursion whose outer frames were all taken there is again work to offer.
-        if self.frames.latent() >= LATENT_SUPPLY && !self.record_this_join() {
+        if self.frames.skip_record() {
             if self.is_hungry() {
                 self.promote();
             }
@@ -466,9 +466,13 @@ impl<S: Spawner> WorkerContext<S> {
         if self.is_hungry() {
             self.promote();
         }
-        let settle = SettleOnUnwind::new(self, &job_b);
+        let settle = SettleOnUnwind::new(self, depth, &job_b);
         let ra = a(self);
         core::mem::forget(settle);
+        if self.frames.depth() != depth + 1 {
+            // `a` forked tasks it did not wait for (`frame`'s invariants).
+            self.truncate_frames(depth + 1);
+        }
         if self.frames.pop(depth) {
             return (ra, self.join_promoted(&job_b));
         }
@@ -616,10 +620,13 @@ impl<S: Spawner> ThreadPool<S> {
         })
     }
 
-    /// Submits a task for fork-join: on one of this pool's workers it goes on that worker's
-    /// join deque (newest first for this worker, which runs it while it waits for a latch;
-    /// oldest first for thieves), like `join`'s second half; elsewhere, or when the deque is
-    /// full, as [`submit`](Self::submit).
+    /// Submits a task for fork-join: on one of this pool's workers it stays private to that
+    /// worker, like `join`'s second half (a latent frame: no shared write, no fence), until
+    /// a wait of the forking code runs it inline (newest first), an idle worker asks for work
+    /// (it is then offered, oldest first, on the worker's join deque), or the code that forked
+    /// it is done without waiting (the task it runs in returns, or the `join` half it runs in
+    /// returns): then it goes to the join deque, where this worker or a thief runs it.
+    /// Elsewhere, or when the worker's queues are full, as [`submit`](Self::submit).
     ///
     /// For recursive fork-join with latches ([`CountLatch`] + [`wait_for_latch`](Self::wait_for_latch),
     /// or `pool_fork` + `pool_latch_wait` in C): a worker that waits runs its own newest forks
@@ -677,12 +684,7 @@ impl<S: Spawner> ThreadPool<S> {
         if let Some(cx) = self.current_worker() {
             // SAFETY: the task meets `submit`'s contract (the caller's), and the forking code
             // waits for it (its latch).
-            if unsafe { cx.joins_push(task) } {
-                // Wake a thread only if one asked for work since this worker last offered some
-                // (the hungry flag, `scheduler/context.rs`): an owner-local load per fork.
-                if cx.is_hungry() {
-                    cx.offered_work();
-                }
+            if unsafe { cx.fork_task(task) } {
                 return Ok(());
             }
         }

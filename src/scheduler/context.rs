@@ -27,8 +27,9 @@
 //!
 //! # Bounded helping
 //! A worker that waits (a stolen join half, a latch, a join handle) runs **related** work
-//! first, always: its own join deque, newest first (the forks of the computation it waits
-//! for), and, when it waits for a join half, the join deque of the worker that stole it
+//! first, always: its own latent forks while the newest frame is one (`join::frame`), then
+//! its own join deque, newest first (the forks of the computation it waits for), and, when
+//! it waits for a join half, the join deque of the worker that stole it
 //! (leapfrogging). **Unrelated** work (its LIFO slot and ring, the injector, other workers'
 //! queues) runs inside a wait only while at most half of the worker's stack is in use
 //! ([`Spawner::stack_size`]; the other half is the margin left to the innermost task). On a
@@ -109,8 +110,6 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) interval: InjectorInterval,
     /// The `join`s running on this thread, with their latent second halves (`join::frame`).
     pub(crate) frames: FrameStack,
-    /// Joins counted for `record_this_join`.
-    joins: Cell<u32>,
     /// An address near the top of this thread's stack (the entry frame's).
     stack_top: usize,
     /// Bytes of stack in use below which unrelated work may still start inside a wait: half the
@@ -140,7 +139,6 @@ impl<S: Spawner> WorkerContext<S> {
             lifo_streak: Cell::new(0),
             interval: InjectorInterval::new(),
             frames: FrameStack::new(),
-            joins: Cell::new(0),
             stack_top,
             stack_half: stack_size / 2,
             _owner: PhantomData,
@@ -248,14 +246,6 @@ impl<S: Spawner> WorkerContext<S> {
         unsafe { self.interval.interrupt() };
     }
 
-    /// Counts a join that could go unrecorded; true for one in `RECORD_EVERY` (`join`).
-    #[inline(always)]
-    pub(crate) fn record_this_join(&self) -> bool {
-        let n = self.joins.get().wrapping_add(1);
-        self.joins.set(n);
-        n % crate::join::RECORD_EVERY == 0
-    }
-
     /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
     /// of a word only idle workers write.
     #[inline(always)]
@@ -264,24 +254,87 @@ impl<S: Spawner> WorkerContext<S> {
         unsafe { self.hungry.as_ref() }.load(Ordering::Relaxed)
     }
 
-    /// Offers the oldest latent join frame on the join deque (the biggest piece of work this
+    /// Offers the oldest latent frame on the join deque (the biggest piece of work this
     /// worker holds) and wakes a thread for it; keeps the flag up while the pool still wants
     /// work, so the next join offers the next frame.
     #[cold]
     #[inline(never)]
     pub(crate) fn promote(&self) {
-        if let Some(task) = self.frames.oldest_latent() {
-            // SAFETY: a latent frame's task is the header of a `join`'s live `StackJob`, not
-            // offered yet (frames are offered once, oldest first), owned by this thread; its
-            // `join` takes the task back or waits for it.
-            if unsafe {
-                JobHeader::offer(task, self.pool.cast());
-                self.joins_push(task)
-            } {
-                self.frames.mark_oldest_promoted();
-            }
-        }
+        self.offer_oldest(false);
         self.offered_work();
+    }
+
+    /// Moves the oldest latent frame to the join deque; false if there is none, or the deque
+    /// is full (the frame stays latent), unless `or_ring`: then a full deque sends it to this
+    /// worker's ring instead.
+    fn offer_oldest(&self, or_ring: bool) -> bool {
+        let Some((task, is_task)) = self.frames.oldest_latent() else { return false };
+        // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
+        // not offered yet (frames are offered once, oldest first), owned by this thread, whose
+        // join takes it back or waits for it; a latent task frame's task was forked by code
+        // on this thread under `submit`'s contract, and is queued once (it leaves the latent
+        // frames now).
+        let pushed = unsafe {
+            if !is_task {
+                JobHeader::offer(task, self.pool.cast());
+            }
+            self.joins_push(task)
+        };
+        if pushed || or_ring {
+            if !pushed {
+                self.inner().push_ring(self, task);
+            }
+            self.frames.mark_oldest_promoted();
+            return true;
+        }
+        false
+    }
+
+    /// Forks `task` (`ThreadPool::submit_fork` on this worker): a latent task frame, which a
+    /// wait of this worker runs inline while it is the newest (`join::frame`); on the join
+    /// deque if the frame stack is full. False if both are full (the caller submits it).
+    ///
+    /// # Safety
+    /// `task` meets `ThreadPool::submit`'s contract.
+    #[inline]
+    pub(crate) unsafe fn fork_task(&self, task: NonNull<Task>) -> bool {
+        let depth = self.frames.depth();
+        if depth < crate::join::frame::FRAMES {
+            self.frames.push_task(depth, task);
+            if self.is_hungry() {
+                self.promote();
+            }
+            return true;
+        }
+        // SAFETY: the caller's contract; whoever forked it waits for it.
+        if unsafe { self.joins_push(task) } {
+            if self.is_hungry() {
+                self.offered_work();
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The code that pushed the frames at `base` and above is done with them (a task
+    /// returned, or a join pops a frame below them): they are task frames that no wait of
+    /// theirs ran; their tasks go to the join deque, or to this worker's ring if that is
+    /// full, and a thread is told of them.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn truncate_frames(&self, base: usize) {
+        let mut queued = false;
+        self.frames.truncate(base, |task| {
+            // SAFETY: a task frame's task, forked under `submit`'s contract, leaves the frames
+            // here: queued once.
+            if !unsafe { self.joins_push(task) } {
+                self.inner().push_ring(self, task);
+            }
+            queued = true;
+        });
+        if queued {
+            self.inner().notify(false);
+        }
     }
 
     /// Work was pushed on our join deque (a fork) while the hungry flag was up: lower it and
@@ -300,12 +353,39 @@ impl<S: Spawner> WorkerContext<S> {
     /// Waits on this worker until `until`'s signal is set: the one waiting loop
     /// (`Inner::run_until`), then the few instructions a setter may still spend before it
     /// stores SET (`latch.rs`: the waiter returns only after SET).
+    ///
+    /// First it runs its own newest forks inline while they are latent task frames (the forks
+    /// of the code that waits: `pool_fork` + `pool_latch_wait` never touches the join deque
+    /// unless a thief wanted a fork). If the signal is still not set and a latent task frame
+    /// is left (under a job frame, which only its join may pop), every latent frame goes to
+    /// the join deque before the loop, where this wait and other workers find them.
     pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
+        while !until.signal.is_set() {
+            let Some(task) = self.frames.pop_latent_task() else { break };
+            let base = self.frames.depth();
+            // SAFETY: a latent task frame was queued nowhere: popping it makes this its run.
+            unsafe { Task::run(task) };
+            if self.frames.depth() != base {
+                self.truncate_frames(base);
+            }
+        }
         if until.signal.is_set() {
             return;
         }
+        if self.frames.latent() > 0 && self.frames.has_latent_task() {
+            self.offer_all_latent();
+        }
         self.inner().run_until(self, Some(until));
         until.signal.spin_until_set();
+    }
+
+    /// Offers every latent frame (a wait is about to search and maybe sleep); a frame that
+    /// finds the join deque full goes to the ring.
+    #[cold]
+    #[inline(never)]
+    fn offer_all_latent(&self) {
+        while self.offer_oldest(true) {}
+        self.inner().notify(false);
     }
 
     /// Whether a wait on this worker may run unrelated work now (module docs).

@@ -331,8 +331,13 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn run_task(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         let runs = cx.worker().stats.polled.bump_owned();
+        let frames = cx.frames.depth();
         // SAFETY: `find_work` dequeued the task, so this is its one run.
         unsafe { Task::run(task) };
+        if cx.frames.depth() != frames {
+            // It forked tasks it did not wait for (`join::frame`).
+            cx.truncate_frames(frames);
+        }
         if runs % BUDGET_PER_TICK == 0 {
             self.end_tick(cx);
         }
