@@ -28,7 +28,8 @@
 //! * a submit from inside a task (children, forks) is always accepted, even during shutdown;
 //! * a blocking task has exactly one of its callbacks called once; mandatory tasks and tasks
 //!   without `cancel` run; after shutdown the metrics match the counts and no thread is left;
-//! * after `pool_shutdown` the stats are exact: `polled` = the callbacks counted (also summed
+//! * after `pool_shutdown` the stats are exact: `polled` = the callbacks counted, plus those of
+//!   the forked jobs (`pool_worker_fork`) a queue handed out rather than their join (also summed
 //!   over `pool_worker_stats`), no thread, none idle; an index past the last worker is refused;
 //! * after each input every pool is destroyed and the OS thread count (without the global
 //!   pool's own threads, which live until exit by design) is back to where it was.
@@ -52,7 +53,8 @@ use pool::capi::{
     pool_blocking_global_configure, pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_shutdown, pool_blocking_submit,
     pool_blocking_submit_to, pool_blocking_task, pool_blocking_task_init, pool_config_init, pool_create,
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
-    pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_status, pool_status_str, pool_submit,
+    pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_current_worker, pool_worker_fork,
+    pool_worker_join, PoolJob, PoolWorker, POOL_JOB_WORDS, pool_status, pool_status_str, pool_submit,
     pool_stats, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
     PoolLatch, POOL_BLOCKING_MANDATORY, POOL_DEFAULT_IDLE_SPINS, POOL_LATCH_WORDS, POOL_MAX_IDLE_SPINS,
 };
@@ -182,6 +184,9 @@ struct State {
     /// The pool instance (generation) a task was given to.
     owner: [AtomicU32; CAP],
     next_id: AtomicUsize,
+    /// Runs of forked jobs (`pool_worker_fork`) by generation: a job that a queue handed out
+    /// (offered, stolen) counts in `polled`, one run inline by its join does not.
+    job_runs: std::sync::Mutex<std::collections::HashMap<u32, usize>>,
 }
 
 impl State {
@@ -192,6 +197,7 @@ impl State {
             status: [const { AtomicU8::new(UNUSED) }; CAP],
             owner: [const { AtomicU32::new(0) }; CAP],
             next_id: AtomicUsize::new(0),
+            job_runs: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -381,7 +387,64 @@ fn spawn_children(spec: &Spec, st: &State) {
     }
 }
 
+/// A job forked with `pool_worker_fork`: counts its runs (jobs are not tasks: `pool_stats`
+/// does not count them, so they have no task id).
+#[repr(C)]
+struct WJob {
+    job: PoolJob,
+    runs: AtomicU32,
+}
+
+unsafe extern "C" fn wjob_run(job: *mut PoolJob, worker: *mut PoolWorker) {
+    if worker.is_null() {
+        fail!("a forked job's function got a NULL worker");
+    }
+    // SAFETY: every job with this function is the `job` field (first) of a live `WJob`; its
+    // `job` part is the pool's while it runs, so only `runs` is touched.
+    unsafe { (*job.cast::<WJob>()).runs.fetch_add(1, Ordering::AcqRel) };
+}
+
+/// Fork-join through the worker passed down: forks `fanout` jobs, joins them in reverse, each
+/// ran once. One join out of order first: refused (nothing changed) where the job is a latent
+/// frame under newer ones, else a plain join of that job (pool.h `pool_worker_join`).
+fn worker_fork_join(spec: &Spec, st: &State, worker: *mut PoolWorker) {
+    let mut jobs: Vec<Box<WJob>> = (0..spec.fanout)
+        .map(|_| Box::new(WJob { job: PoolJob { run: Some(wjob_run), opaque: [0; POOL_JOB_WORDS] }, runs: AtomicU32::new(0) }))
+        .collect();
+    let ptrs: Vec<*mut PoolJob> = jobs.iter_mut().map(|j| ptr::addr_of_mut!(j.job)).collect();
+    for &p in &ptrs {
+        expect_rc("pool_worker_fork in a task", pool_worker_fork(worker, p), OK);
+    }
+    let mut first_joined = false;
+    if ptrs.len() >= 2 {
+        match pool_worker_join(worker, ptrs[0]) {
+            INVALID => {}
+            OK => first_joined = true,
+            rc => fail!("pool_worker_join out of order returned {} ({rc})", status_name(rc)),
+        }
+    }
+    for (i, &p) in ptrs.iter().enumerate().rev() {
+        if i == 0 && first_joined {
+            continue;
+        }
+        expect_rc("pool_worker_join in a task", pool_worker_join(worker, p), OK);
+    }
+    for (i, j) in jobs.iter().enumerate() {
+        let runs = j.runs.load(Ordering::Acquire);
+        if runs != 1 {
+            fail!("forked job {i} ran {runs} times when pool_worker_join returned");
+        }
+    }
+    *st.job_runs.lock().unwrap().entry(spec.owner).or_default() += jobs.len();
+}
+
 fn fork_join(spec: &Spec, st: &State) {
+    if spec.via % 2 == 1 {
+        let worker = pool_current_worker(spec.pool);
+        if !worker.is_null() {
+            return worker_fork_join(spec, st, worker);
+        }
+    }
     let mut latch = PoolLatch { opaque: [0; POOL_LATCH_WORDS] };
     let latch: *mut PoolLatch = &mut latch;
     expect_rc("pool_latch_init in a task", pool_latch_init(latch), OK);
@@ -761,10 +824,11 @@ impl Driver {
     fn check_stats(&self, pool: *mut Pool, gen: u32) {
         let st = self.st();
         let runs: usize = st.ids().filter(|&id| st.owner[id].load(Ordering::Relaxed) == gen).map(|id| st.runs[id].load(Ordering::Acquire) as usize).sum();
+        let jobs = st.job_runs.lock().unwrap().get(&gen).copied().unwrap_or(0);
         let mut s = PoolStats::default();
         expect_rc("pool_stats", pool_stats(pool, &mut s), OK);
-        if s.polled != runs || s.threads != 0 || s.idle_threads != 0 {
-            fail!("pool_stats after pool_shutdown: {s:?}; the callbacks counted {runs} runs");
+        if s.polled < runs || s.polled > runs + jobs || s.threads != 0 || s.idle_threads != 0 {
+            fail!("pool_stats after pool_shutdown: {s:?}; the callbacks counted {runs} runs, and {jobs} forked jobs ran");
         }
         let mut polled = 0;
         for i in 0..s.workers.min(64) {
@@ -956,6 +1020,16 @@ impl Driver {
             }
             13 => {
                 expect_rc("pool_fork(NULL, task)", pool_fork(null_mut(), &mut task), INVALID);
+                let mut job = PoolJob { run: None, opaque: [0; POOL_JOB_WORDS] };
+                expect_rc("pool_worker_fork(NULL, job)", pool_worker_fork(null_mut(), &mut job), INVALID);
+                expect_rc("pool_worker_join(NULL, job)", pool_worker_join(null_mut(), &mut job), INVALID);
+                expect_rc("pool_install(NULL, job)", pool::capi::pool_install(null_mut(), &mut job), INVALID);
+                if let Some(pool) = live {
+                    expect_rc("pool_install(pool, NULL run)", pool::capi::pool_install(pool, &mut job), INVALID);
+                    if !pool_current_worker(pool).is_null() {
+                        fail!("pool_current_worker is not NULL on the fuzzer's own thread");
+                    }
+                }
                 let mut s = PoolStats::default();
                 expect_rc("pool_stats(NULL, out)", pool_stats(null(), &mut s), INVALID);
                 expect_rc("pool_worker_stats(NULL, 0, out)", pool_worker_stats(null(), 0, &mut s), INVALID);

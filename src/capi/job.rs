@@ -10,8 +10,9 @@
 //!   atomic operation at all), else runs related work until its thief is done.
 //!
 //! Forks and joins nest like calls (`join::fn_job`'s invariants): each fork is joined by the
-//! function that forked it, on the same worker, in reverse fork order. A join of a job that is
-//! not the newest fork still to be joined returns POOL_ERR_INVALID and changes nothing.
+//! function that forked it, on the same worker, in reverse fork order. A join out of order
+//! returns POOL_ERR_INVALID and changes nothing where the job is still a private frame under
+//! newer ones; elsewhere it just joins that job.
 //!
 //! The fork and the join are the fast path of fine-grained fork-join: they take no panic
 //! boundary (they contain no code that panics; a bug there would abort the process, as any
@@ -132,8 +133,10 @@ pub extern "C" fn pool_worker_fork(worker: *mut PoolWorker, job: *mut PoolJob) -
 /// returned. If no other worker took the job, `run` is called here and now; otherwise this
 /// worker runs related work (its own forks, then the thief's) until the thief is done, and
 /// sleeps if there is none. Returns POOL_ERR_INVALID for a NULL worker or job, for a job not
-/// forked, or for a job that is not the newest fork of this worker still to be joined (joins
-/// come in reverse fork order); nothing is changed then.
+/// forked (or joined already), and for a join out of order where it would break the worker's
+/// bookkeeping (the job is still private to the worker under newer forks still to be joined);
+/// nothing is changed then. Joins come in reverse fork order; one out of order that is not
+/// refused joins that job.
 #[cfg_attr(doc, doc = include_str!("examples/job.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_join(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {

@@ -17,8 +17,10 @@
 //! # Invariants
 //! * Forks and joins nest like calls: every fork is joined on the worker that forked it, in
 //!   reverse fork order, before the job's memory is reused (the caller's contract). A join of
-//!   a `LATENT` job checks that its frame is the newest and refuses otherwise, leaving
-//!   everything as it was; a join of a job that is not forked is refused too.
+//!   a `LATENT` job checks that its frame is the newest (task frames above it aside, which it
+//!   hands to the join deque) and refuses otherwise, leaving everything as it was; a join of
+//!   an `INLINE` or `QUEUED` job out of order breaks nothing (it runs or waits for that job);
+//!   a join of a job that is not forked is refused.
 //! * The mode is owner-only: written by the fork and the join on the owning thread; a thief
 //!   touches only the header (its task, signal and thief slot), as for any stack job.
 //! * The function runs exactly once per fork: inline by its owner (a latent or inline job, or
@@ -165,8 +167,8 @@ impl<S: Spawner> WorkerContext<S> {
     /// meanwhile this worker runs related work, as any wait does).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the job is not forked, or is not the newest fork of this
-    /// worker still to be joined (joins come in reverse fork order); nothing was done.
+    /// [`Error::InvalidArgument`] if the job is not forked, or is a latent frame under newer
+    /// job frames (a join out of order); nothing was done.
     ///
     /// # Safety
     /// `job` is live and was forked on this worker (its fork's contract), or is not forked

@@ -235,15 +235,13 @@ impl<S: Spawner> WorkerContext<S> {
     /// Ends the injector interval's window (`interval.rs`); returns the next interval.
     #[inline]
     pub(crate) fn end_interval_window(&self) -> u32 {
-        // SAFETY: the interval lives in this owner-only context.
-        unsafe { self.interval.end_window(self.inner().spawner.now_ns(), self.worker().stats.polled.get()) }
+        self.interval.end_window(self.inner().spawner.now_ns(), self.worker().stats.polled.get())
     }
 
     /// Going idle: the injector interval's window in progress measures no poll time now.
     #[inline]
     pub(crate) fn interrupt_interval(&self) {
-        // SAFETY: the interval lives in this owner-only context.
-        unsafe { self.interval.interrupt() };
+        self.interval.interrupt();
     }
 
     /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
@@ -362,12 +360,8 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
         while !until.signal.is_set() {
             let Some(task) = self.frames.pop_latent_task() else { break };
-            let base = self.frames.depth();
-            // SAFETY: a latent task frame was queued nowhere: popping it makes this its run.
-            unsafe { Task::run(task) };
-            if self.frames.depth() != base {
-                self.truncate_frames(base);
-            }
+            // A latent task frame was queued nowhere: popping it makes this its one run.
+            self.inner().run_task(self, task);
         }
         if until.signal.is_set() {
             return;

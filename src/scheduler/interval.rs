@@ -34,11 +34,10 @@
 //! interval stays at [`INJECTOR_INTERVAL`], tokio's fixed value.
 //!
 //! # Ownership
-//! The window is touched only by the worker that owns it (`unsafe` methods, the caller's
-//! promise). The current interval and the mean are atomics read with Relaxed loads, so the
-//! owner may publish them as gauges.
+//! Owner-only: the interval lives in the worker's `WorkerContext`, which only the worker's own
+//! thread holds, so its state is plain `Cell`s.
 
-use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use core::cell::Cell;
 
 /// Searches between injector checks when no estimate exists (no clock, or no full window yet):
 /// tokio's fixed interval (prime, so it does not beat with other periodic behaviour).
@@ -93,69 +92,56 @@ struct Window {
 /// One worker's adaptive injector interval. See the module docs.
 #[derive(Debug)]
 pub(crate) struct InjectorInterval {
-    /// Searches between injector checks (Relaxed: written by the owner only).
-    current: AtomicU32,
-    /// Mean poll time in ns, 0 until the first window closed (Relaxed, owner-written).
-    mean_ns: AtomicU32,
-    /// The open window (owner only).
-    window: UnsafeCell<Window>,
+    /// Searches between injector checks.
+    current: Cell<u32>,
+    /// Mean poll time in ns, 0 until the first window closed.
+    mean_ns: Cell<u32>,
+    /// The open window.
+    window: Cell<Window>,
 }
-
-// SAFETY: `window` is accessed only by the owning worker's thread (the `unsafe` methods'
-// contract); the other fields are atomics.
-unsafe impl Sync for InjectorInterval {}
 
 impl InjectorInterval {
     pub(crate) fn new() -> Self {
         Self {
-            current: AtomicU32::new(INJECTOR_INTERVAL),
-            mean_ns: AtomicU32::new(0),
-            window: UnsafeCell::new(Window { start_ns: 0, start_runs: 0, open: false }),
+            current: Cell::new(INJECTOR_INTERVAL),
+            mean_ns: Cell::new(0),
+            window: Cell::new(Window { start_ns: 0, start_runs: 0, open: false }),
         }
     }
 
     /// Searches between injector checks, as last computed.
     #[inline]
     pub(crate) fn current(&self) -> u32 {
-        self.current.load(Ordering::Relaxed)
+        self.current.get()
     }
 
     /// The mean poll time in ns (0: no estimate).
     #[inline]
     pub(crate) fn mean_ns(&self) -> u32 {
-        self.mean_ns.load(Ordering::Relaxed)
+        self.mean_ns.get()
     }
 
     /// Ends the current window at clock reading `now` (`None`: the platform has no clock) with
     /// the worker's run counter at `runs`, opens the next one, and returns the interval to use.
-    ///
-    /// # Safety
-    /// Called by the owning worker's thread only.
     #[inline]
-    pub(crate) unsafe fn end_window(&self, now: Option<u64>, runs: usize) -> u32 {
+    pub(crate) fn end_window(&self, now: Option<u64>, runs: usize) -> u32 {
         let Some(now) = now else { return self.current() };
-        self.window.with_mut(|w| {
-            // SAFETY: owner-only (the caller's contract), so no other reference exists.
-            let w = unsafe { &mut *w };
-            let window_runs = runs.wrapping_sub(w.start_runs) as u64;
-            if w.open && window_runs > 0 {
-                let mean = fold(self.mean_ns(), now.saturating_sub(w.start_ns), window_runs);
-                self.mean_ns.store(mean, Ordering::Relaxed);
-                self.current.store(interval_for(mean), Ordering::Relaxed);
-            }
-            *w = Window { start_ns: now, start_runs: runs, open: true };
-        });
+        let w = self.window.get();
+        let window_runs = runs.wrapping_sub(w.start_runs) as u64;
+        if w.open && window_runs > 0 {
+            let mean = fold(self.mean_ns(), now.saturating_sub(w.start_ns), window_runs);
+            self.mean_ns.set(mean);
+            self.current.set(interval_for(mean));
+        }
+        self.window.set(Window { start_ns: now, start_runs: runs, open: true });
         self.current()
     }
 
     /// The worker goes idle: the open window is discarded (see the module docs).
-    ///
-    /// # Safety
-    /// Called by the owning worker's thread only.
     #[inline]
-    pub(crate) unsafe fn interrupt(&self) {
-        // SAFETY: owner-only (the caller's contract).
-        self.window.with_mut(|w| unsafe { (*w).open = false });
+    pub(crate) fn interrupt(&self) {
+        let w = self.window.get();
+        self.window.set(Window { open: false, ..w });
     }
 }
 
@@ -187,8 +173,7 @@ mod tests {
     #[test]
     fn windows_adapt_the_interval_and_idle_windows_are_dropped() {
         let i = InjectorInterval::new();
-        // SAFETY: (all calls) one thread owns `i`.
-        unsafe {
+        {
             assert_eq!(i.end_window(None, 0), INJECTOR_INTERVAL, "no clock: fixed");
             assert_eq!(i.end_window(Some(1_000), 0), INJECTOR_INTERVAL, "opens the first window");
             // 8 runs of 200 µs: the interval drops to the minimum.

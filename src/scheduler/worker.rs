@@ -326,13 +326,15 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Runs a task `find_work` returned on worker `cx` (this thread's): counts it, runs it,
-    /// and ends the tick when its budget is spent.
+    /// Runs a task on worker `cx` (this thread's), one that `find_work` dequeued or a wait
+    /// popped from its latent frames: counts it, runs it, hands on the forks it left
+    /// (`join::frame`), and ends the tick when its budget is spent.
     #[inline]
     pub(crate) fn run_task(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         let runs = cx.worker().stats.polled.bump_owned();
         let frames = cx.frames.depth();
-        // SAFETY: `find_work` dequeued the task, so this is its one run.
+        // SAFETY: dequeued, or popped from a latent frame (in no queue), by the caller: this
+        // is its one run.
         unsafe { Task::run(task) };
         if cx.frames.depth() != frames {
             // It forked tasks it did not wait for (`join::frame`).
