@@ -740,8 +740,10 @@ int pool_worker_fork(struct pool_worker *worker, struct pool_job *job);
  * returned. If no other worker took the job, `run` is called here and now; otherwise this
  * worker runs related work (its own forks, then the thief's) until the thief is done, and
  * sleeps if there is none. Returns POOL_ERR_INVALID for a NULL worker or job, for a job not
- * forked, or for a job that is not the newest fork of this worker still to be joined (joins
- * come in reverse fork order); nothing is changed then.
+ * forked (or joined already), and for a join out of order where it would break the worker's
+ * bookkeeping (the job is still private to the worker under newer forks still to be joined);
+ * nothing is changed then. Joins come in reverse fork order; one out of order that is not
+ * refused joins that job.
  */
 int pool_worker_join(struct pool_worker *worker, struct pool_job *job);
 

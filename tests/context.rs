@@ -166,6 +166,12 @@ unsafe extern "C" fn forked_run(task: *mut pool::Task) {
     unsafe { f.latch.done() };
 }
 
+/// `n` forks counting into `hits`, each marking `latch` done (which counts them).
+fn forks<'a>(n: usize, hits: &'a AtomicUsize, latch: &'a pool::CountLatch) -> Vec<Forked<'a>> {
+    latch.add(n);
+    (0..n).map(|_| Forked { task: pool::Task::new(forked_run), hits, latch }).collect()
+}
+
 /// Forks `n` tasks from `forks` (their latch counts them) and waits for none.
 fn fork_all(pool: &ThreadPool<ThreadSpawner>, forks: &mut [Forked<'_>]) {
     for f in forks.iter_mut() {
@@ -182,11 +188,8 @@ fn forks_not_waited_for_inside_a_join_half_still_run() {
     // join hands them to the deque before it pops its frame; the latch wait after finds them.
     for threads in [1, 2] {
         let pool = pool(threads);
-        let hits = AtomicUsize::new(0);
-        let latch = pool::CountLatch::new();
-        let n = 10;
-        latch.add(n);
-        let mut forks: Vec<Forked> = (0..n).map(|_| Forked { task: pool::Task::new(forked_run), hits: &hits, latch: &latch }).collect();
+        let (hits, latch, n) = (AtomicUsize::new(0), pool::CountLatch::new(), 10);
+        let mut forks = forks(n, &hits, &latch);
         pool.install(|cx| {
             let ((), x) = cx.join(|_| fork_all(&pool, &mut forks), |cx| fib(cx, 10));
             assert_eq!(x, fib_seq(10));
@@ -200,11 +203,8 @@ fn forks_not_waited_for_inside_a_join_half_still_run() {
 #[test]
 fn a_panic_after_forking_inside_a_join_half_strands_no_fork() {
     let pool = pool(1);
-    let hits = AtomicUsize::new(0);
-    let latch = pool::CountLatch::new();
-    let n = 5;
-    latch.add(n);
-    let mut forks: Vec<Forked> = (0..n).map(|_| Forked { task: pool::Task::new(forked_run), hits: &hits, latch: &latch }).collect();
+    let (hits, latch, n) = (AtomicUsize::new(0), pool::CountLatch::new(), 5);
+    let mut forks = forks(n, &hits, &latch);
     pool.install(|cx| {
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             cx.join(

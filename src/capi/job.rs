@@ -103,6 +103,43 @@ fn handle<S: crate::Spawner>(cx: &WorkerContext<S>) -> *mut PoolWorker {
     ptr::from_ref(cx).cast_mut().cast()
 }
 
+/// What `pool_worker_fork` and `pool_worker_join` do to a job.
+#[derive(Clone, Copy)]
+enum JobOp {
+    Fork,
+    Join,
+}
+
+/// `op` on `job` with the worker behind `worker` (its spawner type found out once).
+#[inline(always)]
+fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
+    /// # Safety
+    /// As `fork_fn` / `join_fn`.
+    #[inline(always)]
+    unsafe fn apply<S: crate::Spawner>(cx: &WorkerContext<S>, job: NonNull<FnJob>, op: JobOp) -> Result<(), crate::Error> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match op {
+                JobOp::Fork => cx.fork_fn(job),
+                JobOp::Join => cx.join_fn(job),
+            }
+        }
+    }
+    let (Some(worker), Some(job)) = (NonNull::new(worker), NonNull::new(job)) else {
+        return POOL_ERR_INVALID as c_int;
+    };
+    let job = job.cast::<FnJob>();
+    // SAFETY: the contract of `pool_worker_fork` (pool.h); `PoolJob` has `FnJob`'s layout
+    // (asserted above).
+    let done = unsafe {
+        match any_worker(worker) {
+            AnyWorker::Own(cx) => apply(cx, job, op),
+            AnyWorker::Global(cx) => apply(cx, job, op),
+        }
+    };
+    status(done) as c_int
+}
+
 /// Forks `job` on `worker` (see `struct pool_job`): its `run` will be called exactly once
 /// before `pool_worker_join(worker, job)` returns, on this worker at the join (no atomic
 /// operation, nothing shared written) unless an idle worker took it meanwhile. No
@@ -115,18 +152,7 @@ fn handle<S: crate::Spawner>(cx: &WorkerContext<S>) -> *mut PoolWorker {
 #[cfg_attr(doc, doc = include_str!("examples/job.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_fork(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
-    let (Some(worker), Some(job)) = (NonNull::new(worker), NonNull::new(job)) else {
-        return POOL_ERR_INVALID as c_int;
-    };
-    let job = job.cast::<FnJob>();
-    // SAFETY: the contract above (pool.h); `PoolJob` has `FnJob`'s layout (asserted above).
-    let forked = unsafe {
-        match any_worker(worker) {
-            AnyWorker::Own(cx) => cx.fork_fn(job),
-            AnyWorker::Global(cx) => cx.fork_fn(job),
-        }
-    };
-    status(forked) as c_int
+    job_op(worker, job, JobOp::Fork)
 }
 
 /// Joins `job`, forked on `worker` by the calling function: returns once its `run` has
@@ -140,18 +166,7 @@ pub extern "C" fn pool_worker_fork(worker: *mut PoolWorker, job: *mut PoolJob) -
 #[cfg_attr(doc, doc = include_str!("examples/job.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_join(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
-    let (Some(worker), Some(job)) = (NonNull::new(worker), NonNull::new(job)) else {
-        return POOL_ERR_INVALID as c_int;
-    };
-    let job = job.cast::<FnJob>();
-    // SAFETY: the contract of `pool_worker_fork` (pool.h).
-    let joined = unsafe {
-        match any_worker(worker) {
-            AnyWorker::Own(cx) => cx.join_fn(job),
-            AnyWorker::Global(cx) => cx.join_fn(job),
-        }
-    };
-    status(joined) as c_int
+    job_op(worker, job, JobOp::Join)
 }
 
 /// A job pointer that may cross to the worker that runs it (the caller waits meanwhile).
