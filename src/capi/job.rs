@@ -28,6 +28,7 @@ use super::platform::CSpawner;
 use super::pool_status::*;
 use super::{borrow, boundary, status, status_on, CPool, Pool};
 use crate::join::fn_job::FnJob;
+use crate::scheduler::context::ContextHead;
 use crate::{ThreadPool, ThreadSpawner, WorkerContext};
 
 /// The worker running the calling code, for `pool_worker_fork` / `pool_worker_join`. Opaque.
@@ -129,8 +130,25 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
         return POOL_ERR_INVALID as c_int;
     };
     let job = job.cast::<FnJob>();
-    // SAFETY: the contract of `pool_worker_fork` (pool.h); `PoolJob` has `FnJob`'s layout
-    // (asserted above).
+    // The paths that need no platform type first: an unrecorded fork and its join.
+    // SAFETY: the contract of `pool_worker_fork` (pool.h): `worker` is this thread's context;
+    // `PoolJob` has `FnJob`'s layout (asserted above).
+    unsafe {
+        let head = ContextHead::of(worker.cast());
+        match op {
+            JobOp::Fork => {
+                if let Some(forked) = head.fork_fn_fast(job) {
+                    return status(forked) as c_int;
+                }
+            }
+            JobOp::Join => {
+                if head.join_fn_fast(job, worker.as_ptr().cast_const().cast()) {
+                    return POOL_OK as c_int;
+                }
+            }
+        }
+    }
+    // SAFETY: as above.
     let done = unsafe {
         match any_worker(worker) {
             AnyWorker::Own(cx) => apply(cx, job, op),

@@ -33,6 +33,7 @@ use super::frame::FRAMES;
 use super::JobHeader;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
+use crate::scheduler::context::ContextHead;
 use crate::scheduler::{Error, Inner, WorkerContext};
 use crate::sync::Ordering;
 use crate::task::Task;
@@ -107,6 +108,51 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
     unsafe { offered.signal.set() };
 }
 
+/// The fast paths of a fork and a join, which need no platform type (the C API takes them
+/// before it finds out which kind of pool the worker belongs to).
+impl ContextHead {
+    /// A fork that records nothing (the latent supply is full) while no worker is hungry:
+    /// `Some` with the fork's result if that is all there was to do.
+    ///
+    /// # Safety
+    /// As [`WorkerContext::fork_fn`], on this context's thread.
+    #[inline(always)]
+    pub(crate) unsafe fn fork_fn_fast(&self, job: NonNull<FnJob>) -> Option<Result<(), Error>> {
+        let j = job.as_ptr();
+        // SAFETY: live and ours (the caller's contract); fields read and written in place.
+        unsafe {
+            if (*j).run.is_none() {
+                return Some(Err(Error::InvalidArgument));
+            }
+            if !self.is_hungry() && self.frames.skip_record() {
+                (*j).mode = INLINE;
+                return Some(Ok(()));
+            }
+        }
+        None
+    }
+
+    /// The join of a job that was not recorded: runs it here (with `worker`, this context)
+    /// and returns true; false for any other job.
+    ///
+    /// # Safety
+    /// As [`WorkerContext::join_fn`]; `worker` points to this head's context.
+    #[inline(always)]
+    pub(crate) unsafe fn join_fn_fast(&self, job: NonNull<FnJob>, worker: *const ()) -> bool {
+        let j = job.as_ptr();
+        // SAFETY: live, its mode is ours (the caller's contract); an `INLINE` job was forked
+        // with a function and never left this thread: this is its one run.
+        unsafe {
+            if (*j).mode != INLINE {
+                return false;
+            }
+            (*j).mode = IDLE;
+            ((*j).run.unwrap_unchecked())(j, worker);
+        }
+        true
+    }
+}
+
 impl<S: Spawner> WorkerContext<S> {
     /// Forks `job`: its function will run exactly once, before [`join_fn`](Self::join_fn)
     /// for it returns: inline at that join, or on a worker that asked for work meanwhile.
@@ -121,23 +167,24 @@ impl<S: Spawner> WorkerContext<S> {
     /// on this worker; joins come in reverse fork order.
     #[inline]
     pub(crate) unsafe fn fork_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        // SAFETY: the caller's contract, on our own thread.
+        if let Some(forked) = unsafe { self.head.fork_fn_fast(job) } {
+            return forked;
+        }
         let j = job.as_ptr();
         // SAFETY: live and ours (the caller's contract); fields read and written in place.
         unsafe {
-            if (*j).run.is_none() {
-                return Err(Error::InvalidArgument);
-            }
-            if self.frames.skip_record() {
+            if self.head.frames.skip_record() {
                 // Enough to offer already: run it at its join (`join`'s rule).
                 (*j).mode = INLINE;
             } else {
-                let depth = self.frames.depth();
+                let depth = self.head.frames.depth();
                 if depth >= FRAMES {
                     return self.fork_fn_deep(job);
                 }
                 ptr::addr_of_mut!((*j).header.task).write(Task::new(execute::<S>));
                 (*j).mode = LATENT;
-                self.frames.push(depth, task_of(job));
+                self.head.frames.push(depth, task_of(job));
             }
         }
         if self.is_hungry() {
@@ -175,23 +222,27 @@ impl<S: Spawner> WorkerContext<S> {
     /// and its mode is initialised (a job made by [`FnJob::new`], or joined before).
     #[inline]
     pub(crate) unsafe fn join_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
+        // SAFETY: the caller's contract; the worker is this context.
+        if unsafe { self.head.join_fn_fast(job, ptr::from_ref(self).cast()) } {
+            return Ok(());
+        }
         let j = job.as_ptr();
         // SAFETY: live, and its mode is ours (owner-only; the caller's contract).
         let mode = unsafe { (*j).mode };
         match mode {
             INLINE => {}
             LATENT => {
-                let mut depth = self.frames.depth();
-                if depth == 0 || self.frames.job_at(depth - 1) != Some(task_of(job)) {
+                let mut depth = self.head.frames.depth();
+                if depth == 0 || self.head.frames.job_at(depth - 1) != Some(task_of(job)) {
                     // Not the newest frame: the job's own frame under task frames forked
                     // since (and not waited for) is fine; anything else is a join out of order.
-                    let Some(at) = self.frames.job_under_tasks(task_of(job)) else {
+                    let Some(at) = self.head.frames.job_under_tasks(task_of(job)) else {
                         return Err(Error::InvalidArgument);
                     };
                     self.truncate_frames(at + 1);
                     depth = at + 1;
                 }
-                if self.frames.pop(depth - 1) {
+                if self.head.frames.pop(depth - 1) {
                     // SAFETY: forked as the caller's contract says.
                     return unsafe { self.join_fn_offered(job) };
                 }

@@ -386,14 +386,14 @@ where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
     R: Send,
 {
-    if cx.frames.depth() != depth + 1 {
+    if cx.head.frames.depth() != depth + 1 {
         cx.truncate_frames(depth + 1);
     }
-    let job = cx.frames.job_at(depth).expect("a join's frame is a job frame");
+    let job = cx.head.frames.job_at(depth).expect("a join's frame is a job frame");
     // SAFETY: the frame at `depth` is the unwinding `join`'s (module docs of `frame`), whose
     // job is a `StackJob<F, R, S>` (the guard's type was taken from it), alive in its frame.
     let job = unsafe { job.cast::<StackJob<F, R, S>>().as_ref() };
-    if !cx.frames.pop(depth) || cx.joins_pop_if(job.task()) {
+    if !cx.head.frames.pop(depth) || cx.joins_pop_if(job.task()) {
         // Never queued, or taken back: `b` will not run.
         // SAFETY: not queued, not run: ours to drop.
         unsafe { job.drop_unrun() };
@@ -433,7 +433,7 @@ impl<S: Spawner> WorkerContext<S> {
         // Enough latent frames to offer already (the outer ones, the biggest): this join runs
         // both halves in order, recording nothing, except every `RECORD_EVERY`th, so that deep
         // inside a recursion whose outer frames were all taken there is again work to offer.
-        if self.frames.skip_record() {
+        if self.head.frames.skip_record() {
             if self.is_hungry() {
                 self.promote();
             }
@@ -453,7 +453,7 @@ impl<S: Spawner> WorkerContext<S> {
         RA: Send,
         RB: Send,
     {
-        let depth = self.frames.depth();
+        let depth = self.head.frames.depth();
         if depth >= FRAMES {
             return self.join_deep(a, b);
         }
@@ -462,18 +462,18 @@ impl<S: Spawner> WorkerContext<S> {
             None => unreachable!("a join half runs on a worker of its pool"),
         });
         // `b` starts latent: private to this thread (`frame`'s module docs).
-        self.frames.push(depth, job_b.task());
+        self.head.frames.push(depth, job_b.task());
         if self.is_hungry() {
             self.promote();
         }
         let settle = SettleOnUnwind::new(self, depth, &job_b);
         let ra = a(self);
         core::mem::forget(settle);
-        if self.frames.depth() != depth + 1 {
+        if self.head.frames.depth() != depth + 1 {
             // `a` forked tasks it did not wait for (`frame`'s invariants).
             self.truncate_frames(depth + 1);
         }
-        if self.frames.pop(depth) {
+        if self.head.frames.pop(depth) {
             return (ra, self.join_promoted(&job_b));
         }
         // SAFETY: `b` never left this thread: not queued, not run.

@@ -91,25 +91,18 @@ use crate::task::Task;
 /// ```
 #[repr(C)]
 pub struct WorkerContext<S: Spawner> {
-    /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
-    /// a pointer to this context, and a lookup reads this field to learn whose it is before
-    /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
-    /// store a pointer to a struct with the same first field).
-    pool: *const (),
+    /// The part that does not depend on the platform type. First: see [`ContextHead`].
+    pub(crate) head: ContextHead,
     /// A handle on the pool (never dropped: the context does not own the pool).
     handle: ManuallyDrop<ThreadPool<S>>,
     /// The remote part of this worker.
     worker: NonNull<Worker<S>>,
-    /// Its hungry flag (in the remote part: idle workers write it), one load away.
-    hungry: NonNull<AtomicBool>,
     /// Searches left until the next injector-first search (`worker.rs`).
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
     pub(crate) lifo_streak: Cell<u32>,
     /// How many searches from one injector-first search to the next (`interval.rs`).
     pub(crate) interval: InjectorInterval,
-    /// The `join`s running on this thread, with their latent second halves (`join::frame`).
-    pub(crate) frames: FrameStack,
     /// An address near the top of this thread's stack (the entry frame's).
     stack_top: usize,
     /// Bytes of stack in use below which unrelated work may still start inside a wait: half the
@@ -117,6 +110,45 @@ pub struct WorkerContext<S: Spawner> {
     stack_half: usize,
     /// Neither `Send` nor `Sync`: only the owning thread may hold a reference.
     _owner: PhantomData<*mut ()>,
+}
+
+/// The first part of every [`WorkerContext`], whatever its platform type: the pool pointer, and
+/// what the fast path of a fork and a join touches (the frame stack and the hungry flag). So
+/// code that holds a context without knowing its type (a thread-local lookup, the C API's
+/// `struct pool_worker *`) reads these through a pointer to the context (repr(C), first field
+/// of a repr(C) struct).
+#[repr(C)]
+pub(crate) struct ContextHead {
+    /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
+    /// a pointer to the context, and a lookup reads this field to learn whose it is before
+    /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
+    /// store a pointer to a struct with the same first field).
+    pub(crate) pool: *const (),
+    /// The `join`s and forks running on this thread, with their latent frames (`join::frame`).
+    pub(crate) frames: FrameStack,
+    /// The worker's hungry flag (in the remote part: idle workers write it), one load away.
+    hungry: NonNull<AtomicBool>,
+}
+
+impl ContextHead {
+    /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
+    /// of a word only idle workers write.
+    #[inline(always)]
+    pub(crate) fn is_hungry(&self) -> bool {
+        // SAFETY: a field of the context's live worker (see `WorkerContext::worker`).
+        unsafe { self.hungry.as_ref() }.load(Ordering::Relaxed)
+    }
+
+    /// The head of the context behind `cx`, a pointer to a `WorkerContext` of any platform
+    /// type.
+    ///
+    /// # Safety
+    /// `cx` points to a live `WorkerContext`, on its own thread.
+    #[inline(always)]
+    pub(crate) unsafe fn of<'a>(cx: NonNull<()>) -> &'a ContextHead {
+        // SAFETY: the head is the first field of the repr(C) context (the caller's contract).
+        unsafe { cx.cast::<ContextHead>().as_ref() }
+    }
 }
 
 impl<S: Spawner> core::fmt::Debug for WorkerContext<S> {
@@ -130,15 +162,17 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn new(inner: &Inner<S>, worker: NonNull<Worker<S>>, stack_top: usize) -> Self {
         let stack_size = inner.spawner.stack_size(inner.stack_size);
         Self {
-            pool: core::ptr::from_ref(inner).cast(),
+            head: ContextHead {
+                pool: core::ptr::from_ref(inner).cast(),
+                frames: FrameStack::new(),
+                // SAFETY: the worker is live (see `worker()`); the flag is a field of it.
+                hungry: unsafe { NonNull::from(&worker.as_ref().hungry) },
+            },
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
             worker,
-            // SAFETY: the worker is live (see `worker()`); the flag is a field of it.
-            hungry: unsafe { NonNull::from(&worker.as_ref().hungry) },
             tick: Cell::new(0),
             lifo_streak: Cell::new(0),
             interval: InjectorInterval::new(),
-            frames: FrameStack::new(),
             stack_top,
             stack_half: stack_size / 2,
             _owner: PhantomData,
@@ -244,12 +278,10 @@ impl<S: Spawner> WorkerContext<S> {
         self.interval.interrupt();
     }
 
-    /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
-    /// of a word only idle workers write.
+    /// Whether this worker was asked for work by an idle one ([`ContextHead::is_hungry`]).
     #[inline(always)]
     pub(crate) fn is_hungry(&self) -> bool {
-        // SAFETY: a field of our live worker (see `worker()`).
-        unsafe { self.hungry.as_ref() }.load(Ordering::Relaxed)
+        self.head.is_hungry()
     }
 
     /// Offers the oldest latent frame on the join deque (the biggest piece of work this
@@ -266,7 +298,7 @@ impl<S: Spawner> WorkerContext<S> {
     /// is full (the frame stays latent), unless `or_ring`: then a full deque sends it to this
     /// worker's ring instead.
     fn offer_oldest(&self, or_ring: bool) -> bool {
-        let Some((task, is_task)) = self.frames.oldest_latent() else { return false };
+        let Some((task, is_task)) = self.head.frames.oldest_latent() else { return false };
         // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
         // not offered yet (frames are offered once, oldest first), owned by this thread, whose
         // join takes it back or waits for it; a latent task frame's task was forked by code
@@ -274,7 +306,7 @@ impl<S: Spawner> WorkerContext<S> {
         // frames now).
         let pushed = unsafe {
             if !is_task {
-                JobHeader::offer(task, self.pool.cast());
+                JobHeader::offer(task, self.head.pool.cast());
             }
             self.joins_push(task)
         };
@@ -282,7 +314,7 @@ impl<S: Spawner> WorkerContext<S> {
             if !pushed {
                 self.inner().push_ring(self, task);
             }
-            self.frames.mark_oldest_promoted();
+            self.head.frames.mark_oldest_promoted();
             return true;
         }
         false
@@ -296,9 +328,9 @@ impl<S: Spawner> WorkerContext<S> {
     /// `task` meets `ThreadPool::submit`'s contract.
     #[inline]
     pub(crate) unsafe fn fork_task(&self, task: NonNull<Task>) -> bool {
-        let depth = self.frames.depth();
+        let depth = self.head.frames.depth();
         if depth < crate::join::frame::FRAMES {
-            self.frames.push_task(depth, task);
+            self.head.frames.push_task(depth, task);
             if self.is_hungry() {
                 self.promote();
             }
@@ -322,7 +354,7 @@ impl<S: Spawner> WorkerContext<S> {
     #[inline(never)]
     pub(crate) fn truncate_frames(&self, base: usize) {
         let mut queued = false;
-        self.frames.truncate(base, |task| {
+        self.head.frames.truncate(base, |task| {
             // SAFETY: a task frame's task, forked under `submit`'s contract, leaves the frames
             // here: queued once.
             if !unsafe { self.joins_push(task) } {
@@ -359,14 +391,14 @@ impl<S: Spawner> WorkerContext<S> {
     /// the join deque before the loop, where this wait and other workers find them.
     pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
         while !until.signal.is_set() {
-            let Some(task) = self.frames.pop_latent_task() else { break };
+            let Some(task) = self.head.frames.pop_latent_task() else { break };
             // A latent task frame was queued nowhere: popping it makes this its one run.
             self.inner().run_task(self, task);
         }
         if until.signal.is_set() {
             return;
         }
-        if self.frames.latent() > 0 && self.frames.has_latent_task() {
+        if self.head.frames.latent() > 0 && self.head.frames.has_latent_task() {
             self.offer_all_latent();
         }
         self.inner().run_until(self, Some(until));

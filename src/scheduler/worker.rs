@@ -332,11 +332,11 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn run_task(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         let runs = cx.worker().stats.polled.bump_owned();
-        let frames = cx.frames.depth();
+        let frames = cx.head.frames.depth();
         // SAFETY: dequeued, or popped from a latent frame (in no queue), by the caller: this
         // is its one run.
         unsafe { Task::run(task) };
-        if cx.frames.depth() != frames {
+        if cx.head.frames.depth() != frames {
             // It forked tasks it did not wait for (`join::frame`).
             cx.truncate_frames(frames);
         }
