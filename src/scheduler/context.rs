@@ -145,6 +145,7 @@ impl ContextHead {
     /// # Safety
     /// `cx` points to a live `WorkerContext`, on its own thread.
     #[inline(always)]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) unsafe fn of<'a>(cx: NonNull<()>) -> &'a ContextHead {
         // SAFETY: the head is the first field of the repr(C) context (the caller's contract).
         unsafe { cx.cast::<ContextHead>().as_ref() }
