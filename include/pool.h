@@ -828,7 +828,7 @@ int pool_fork(struct pool *pool, struct task *task);
 
 /**
  * `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
- * task goes on that thread's fork-join deque, elsewhere it is `pool_submit`. Wait for it with
+ * task stays private to that thread as `pool_fork` says, elsewhere it is `pool_submit`. Wait for it with
  * `pool_latch_wait_global`. Ownership as for `pool_submit`.
  */
 int pool_fork_global(struct task *task);

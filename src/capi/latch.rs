@@ -157,7 +157,7 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
 }
 
 /// `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
-/// task goes on that thread's fork-join deque, elsewhere it is `pool_submit`. Wait for it with
+/// task stays private to that thread as `pool_fork` says, elsewhere it is `pool_submit`. Wait for it with
 /// `pool_latch_wait_global`. Ownership as for `pool_submit`.
 #[no_mangle]
 pub extern "C" fn pool_fork_global(task: *mut CTask) -> c_int {
