@@ -12,6 +12,10 @@
 //! Arguments: `pool|tokio [round_trips per connection, default 1000] [workers, default 2]`.
 //! Prints one line: server, µs per request, requests per second, and for our pool its `Stats`
 //! (parks, polled). `ECHO_SPINS=n` sets our pool's `Config::idle_spins`.
+//!
+//! `idle`: the process CPU time (getrusage) over 2 s of idleness after one task, with no pool,
+//! with our pool, and with our pool and its I/O driver installed (one worker blocked in
+//! `epoll_wait`), as BENCH.md's `idle_cpu`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -117,9 +121,48 @@ fn tokio(threads: usize, round_trips: usize) -> (f64, String) {
     (secs, String::new())
 }
 
+/// Process CPU time (user + system) in ms.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
+/// CPU ms burnt during 2 s of idleness after `setup` (kept alive meanwhile).
+fn idle_cpu<T>(setup: impl FnOnce() -> T) -> f64 {
+    let keep = setup();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = cpu_ms();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let spent = cpu_ms() - before;
+    drop(keep);
+    spent
+}
+
+fn idle() {
+    let no_pool = idle_cpu(|| ());
+    let one_task = |net: bool| {
+        move || {
+            let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).expect("pool"));
+            let net = net.then(|| pool::net::Net::install(&pool).expect("net"));
+            pool.spawn_future(async {}).expect("spawn").join().expect("task");
+            (pool, net)
+        }
+    };
+    let ours = idle_cpu(one_task(false));
+    let ours_net = idle_cpu(one_task(true));
+    println!("idle CPU ms over 2 s: no pool {no_pool:.2}, pool {ours:.2}, pool with its I/O driver {ours_net:.2}");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let server = args.get(1).map_or("pool", String::as_str);
+    if server == "idle" {
+        return idle();
+    }
     let round_trips = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(1_000);
     let threads = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(2);
     let (secs, extra) = match server {
