@@ -200,42 +200,106 @@ impl SyncWord {
 /// (Not loom's `thread::park`/`Thread::unpark`: in loom an unpark that reaches a thread blocked
 /// on something else, a mutex or a join, makes it runnable and is then lost, which no real
 /// parker does.)
+///
+/// Without a clock (`LoomSpawner::new`) a `park_timeout` returns at once. With one
+/// (`LoomSpawner::with_clock`) it blocks until unparked or until the model moves the clock past
+/// its deadline ([`LoomSpawner::advance_to`]), as a real timed park does; a timeout shorter
+/// than one wheel tick (a back-off pause, not a timer) still returns at once.
 #[derive(Debug)]
 pub struct LoomParker {
+    state: std::sync::Arc<ParkerState>,
+    clock: Option<std::sync::Arc<LoomClock>>,
+}
+
+#[derive(Debug)]
+struct ParkerState {
     token: Mutex<bool>,
     cond: loom::sync::Condvar,
 }
 
 impl Default for LoomParker {
     fn default() -> Self {
-        Self { token: Mutex::new(false), cond: loom::sync::Condvar::new() }
+        Self::new(None)
+    }
+}
+
+impl LoomParker {
+    fn new(clock: Option<std::sync::Arc<LoomClock>>) -> Self {
+        let state = std::sync::Arc::new(ParkerState { token: Mutex::new(false), cond: loom::sync::Condvar::new() });
+        if let Some(clock) = &clock {
+            clock.parkers.lock().unwrap().push(state.clone());
+        }
+        Self { state, clock }
     }
 }
 
 impl Parker for LoomParker {
     fn park(&self) {
-        let mut token = self.token.lock().unwrap();
+        let mut token = self.state.token.lock().unwrap();
         while !*token {
-            token = self.cond.wait(token).unwrap();
+            token = self.state.cond.wait(token).unwrap();
         }
         *token = false;
     }
 
-    fn park_timeout(&self, _timeout: core::time::Duration) {
-        // Loom has no clock: a timeout may expire at any moment, so model it as at once
-        // (allowed: returning early is in the contract), consuming a token if there is one.
-        *self.token.lock().unwrap() = false;
-        loom::thread::yield_now();
+    fn park_timeout(&self, timeout: core::time::Duration) {
+        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        match &self.clock {
+            Some(clock) if timeout_ns >= crate::time::wheel::TICK_NS => {
+                // From this thread's last clock reading, the one the caller computed `timeout`
+                // from: the model's time moves in jumps, so measuring from `now` here would
+                // push the deadline past a jump made in between and the park would miss it.
+                let deadline = LAST_READING.with(Cell::get).saturating_add(timeout_ns);
+                let mut token = self.state.token.lock().unwrap();
+                // `advance_to` stores the time, then takes this lock to notify: a deadline it
+                // passed is seen here, or its notify finds us waiting.
+                while !*token && clock.now() < deadline {
+                    token = self.state.cond.wait(token).unwrap();
+                }
+                *token = false;
+            }
+            _ => {
+                // A timeout may expire at any moment: model it as at once (allowed: returning
+                // early is in the contract), consuming a token if there is one.
+                *self.state.token.lock().unwrap() = false;
+                loom::thread::yield_now();
+            }
+        }
     }
 
     fn unpark(&self) {
-        *self.token.lock().unwrap() = true;
-        self.cond.notify_one();
+        *self.state.token.lock().unwrap() = true;
+        self.state.cond.notify_one();
+    }
+}
+
+/// The model's clock (`LoomSpawner::with_clock`): nanoseconds, moved only by the model. Kept
+/// outside loom's view (a std atomic): it is the world's time, not part of the protocol under
+/// test; what the protocol does with a reading goes through the pool's own atomics.
+#[derive(Debug, Default)]
+pub struct LoomClock {
+    now: std::sync::atomic::AtomicU64,
+    /// Every parker made by the spawner, to wake those whose deadline passes.
+    parkers: std::sync::Mutex<Vec<std::sync::Arc<ParkerState>>>,
+}
+
+impl LoomClock {
+    fn now(&self) -> u64 {
+        self.now.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// `now`, remembered as this thread's last reading (`park_timeout`).
+    fn read(&self) -> u64 {
+        let now = self.now();
+        LAST_READING.with(|c| c.set(now));
+        now
     }
 }
 
 loom::thread_local! {
     static CURRENT_WORKER: Cell<*const ()> = Cell::new(core::ptr::null());
+    /// This thread's last reading of the model clock.
+    static LAST_READING: Cell<u64> = Cell::new(0);
 }
 
 /// A [`Spawner`] on loom threads, with the same join discipline as the OS `ThreadSpawner`:
@@ -249,6 +313,8 @@ pub struct LoomSpawner {
     joined: AtomicUsize,
     /// Spawns allowed before `spawn` starts failing (for models of spawn failure).
     spawn_budget: usize,
+    /// The model's clock, if it has one (`now_ns` is `None` otherwise).
+    clock: Option<std::sync::Arc<LoomClock>>,
 }
 
 impl Default for LoomSpawner {
@@ -269,6 +335,25 @@ impl LoomSpawner {
             spawned: AtomicUsize::new(0),
             joined: AtomicUsize::new(0),
             spawn_budget: budget,
+            clock: None,
+        }
+    }
+
+    /// A spawner with a model clock at 0 ns: `now_ns` reads it, and a timed park blocks until
+    /// [`advance_to`](Self::advance_to) passes its deadline (timer models).
+    pub fn with_clock() -> Self {
+        Self { clock: Some(std::sync::Arc::default()), ..Self::new() }
+    }
+
+    /// Moves the model clock forward to `ns` and wakes every timed park whose deadline passed
+    /// (each re-checks its own deadline). Panics without a clock.
+    pub fn advance_to(&self, ns: u64) {
+        let clock = self.clock.as_ref().expect("a LoomSpawner::with_clock");
+        clock.now.fetch_max(ns, std::sync::atomic::Ordering::SeqCst);
+        let parkers = clock.parkers.lock().unwrap().clone();
+        for p in parkers {
+            let _token = p.token.lock().unwrap();
+            p.cond.notify_all();
         }
     }
 
@@ -296,7 +381,7 @@ unsafe impl Spawner for LoomSpawner {
     type Parker = LoomParker;
 
     fn new_parker(&self) -> LoomParker {
-        LoomParker::default()
+        LoomParker::new(self.clock.clone())
     }
 
     fn spawn(&self, start: ThreadStart, _stack_size: usize) -> Result<(), SpawnError> {
@@ -329,6 +414,10 @@ unsafe impl Spawner for LoomSpawner {
 
     fn set_current_worker(&self, worker: *const ()) {
         CURRENT_WORKER.with(|c| c.set(worker));
+    }
+
+    fn now_ns(&self) -> Option<u64> {
+        self.clock.as_ref().map(|c| c.read())
     }
 }
 
@@ -391,11 +480,29 @@ pub fn model<F>(name: &str, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
+    model_with(name, loom::model::Builder::new(), f);
+}
+
+/// [`model`] with at most `bound` preemptions whatever `LOOM_MAX_PREEMPTIONS` says: for a model
+/// too large to finish at the suite's bound (its docs say what the lower bound still covers).
+pub fn model_with_bound<F>(name: &str, bound: usize, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound.min(builder.preemption_bound.unwrap_or(bound)));
+    model_with(name, builder, f);
+}
+
+fn model_with<F>(name: &str, builder: loom::model::Builder, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
     use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
     let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
     let counter = runs.clone();
     let start = std::time::Instant::now();
-    loom::model(move || {
+    builder.check(move || {
         counter.fetch_add(1, StdOrdering::Relaxed);
         f();
     });

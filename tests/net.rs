@@ -158,3 +158,47 @@ fn io_is_watched_while_a_worker_waits_in_a_join() {
         assert_eq!(outer.join().unwrap(), 42);
     });
 }
+
+/// A read shorter than its buffer clears readiness at once (no `WouldBlock` read to learn
+/// it). The peer's data and its close arrive together, before the read: the close has no later
+/// event, so the next read must still see it and return 0, not wait for ever. And a short
+/// write (a full send buffer) clears writability: the rest goes out once the peer reads.
+#[test]
+fn short_transfers_clear_readiness_but_not_a_close() {
+    watchdog("short_transfers_clear_readiness_but_not_a_close", watchdog_secs(60), |_| {
+        let (pool, net) = pool_and_net(2);
+        let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = pool.spawn_future(async move { listener.accept().await.unwrap().0 }).unwrap();
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        let server = accepted.join().unwrap();
+        std::io::Write::write_all(&mut client, b"hello").unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // data and FIN both queued first
+        let (got, eof) = pool
+            .block_on(async {
+                let mut buf = [0u8; 64];
+                let n = server.read(&mut buf).await.unwrap();
+                (buf[..n].to_vec(), server.read(&mut buf).await.unwrap())
+            });
+        assert_eq!(got, b"hello");
+        assert_eq!(eof, 0, "the close seen after a short read");
+
+        // Short writes: more than the socket buffers hold, while the peer reads slowly.
+        const TOTAL: usize = 8 << 20;
+        let reader = std::thread::spawn(move || {
+            let mut seen = 0;
+            let mut buf = vec![0u8; 1 << 16];
+            while seen < TOTAL {
+                std::thread::sleep(Duration::from_micros(200));
+                let n = std::io::Read::read(&mut client, &mut buf).unwrap();
+                assert!(n > 0, "closed early");
+                seen += n;
+            }
+            seen
+        });
+        let data = vec![7u8; TOTAL];
+        pool.block_on(server.write_all(&data)).unwrap();
+        assert_eq!(reader.join().unwrap(), TOTAL);
+    });
+}

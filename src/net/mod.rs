@@ -28,12 +28,19 @@
 //! ```
 //!
 //! # Readiness
-//! Each registered socket has a `ScheduledIo`: a readiness word (readable, writable, and a
-//! count of events in the high bits) and one waker per direction. The driver's dispatch sets
-//! the bits, bumps the count and wakes the wakers. An operation waits until its direction is
-//! ready, tries the system call and, on `WouldBlock`, clears the direction only if no event
-//! came since the readiness it saw (the count did not move), so an edge-triggered event that
-//! lands between the call and the clear is never lost.
+//! Each registered socket has a `ScheduledIo`: a readiness word (readable, writable, read
+//! closed, write closed, and a count of events in the high bits) and one waker per direction.
+//! The driver's dispatch sets the bits, bumps the count and wakes the wakers. An operation
+//! waits until its direction is ready (or closed), tries the system call and, on `WouldBlock`,
+//! clears the direction only if no event came since the readiness it saw (the count did not
+//! move), so an edge-triggered event that lands between the call and the clear is never lost.
+//!
+//! A stream's read that returns less than it asked for drained the socket's receive buffer,
+//! and a short write filled its send buffer: with an edge-triggered poller (epoll, kqueue) the
+//! direction is then cleared the same way at once, which saves the system call that would only
+//! return `WouldBlock` (tokio does the same). The closed bits stay set: a peer's close that
+//! arrived with the last data, before such a clear, has no later event to announce it, so the
+//! next read must still see it and return 0.
 
 use std::boxed::Box;
 use std::vec::Vec;
@@ -54,7 +61,30 @@ use crate::{Spawner, ThreadPool};
 const WAKER_TOKEN: Token = Token(usize::MAX);
 const READABLE: usize = 1;
 const WRITABLE: usize = 2;
-const EVENT_ONE: usize = 4;
+/// `READABLE << CLOSED_SHIFT`: the peer closed its side, or an error is pending (reads return
+/// at once). Likewise for `WRITABLE`.
+const CLOSED_SHIFT: u32 = 2;
+const READ_CLOSED: usize = READABLE << CLOSED_SHIFT;
+const WRITE_CLOSED: usize = WRITABLE << CLOSED_SHIFT;
+const EVENT_ONE: usize = 16;
+
+/// Whether mio's poller is edge-triggered on this OS (epoll, kqueue), so that a short read or
+/// write shows the direction is no longer ready (module docs, "Readiness").
+const EDGE_TRIGGERED: bool = cfg!(any(
+    target_os = "android",
+    target_os = "illumos",
+    target_os = "linux",
+    target_os = "redox",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "ios",
+    target_os = "macos",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "tvos",
+    target_os = "visionos",
+    target_os = "watchos",
+));
 
 /// The readiness of one registered socket (see the module docs).
 #[derive(Debug, Default)]
@@ -72,17 +102,21 @@ impl ScheduledIo {
         let _ = self.readiness.fetch_update(Ordering::Release, Ordering::Relaxed, |r| Some(r.wrapping_add(EVENT_ONE) | ready));
         let woken = {
             let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
-            [if ready & READABLE != 0 { wakers[0].take() } else { None }, if ready & WRITABLE != 0 { wakers[1].take() } else { None }]
+            [
+                if ready & (READABLE | READ_CLOSED) != 0 { wakers[0].take() } else { None },
+                if ready & (WRITABLE | WRITE_CLOSED) != 0 { wakers[1].take() } else { None },
+            ]
         };
         for w in woken.into_iter().flatten() {
             w.wake();
         }
     }
 
-    /// Ready in direction `dir` (READABLE or WRITABLE): the readiness word seen.
+    /// Ready (or closed) in direction `dir` (READABLE or WRITABLE): the readiness word seen.
     fn poll_ready(&self, dir: usize, cx: &Context<'_>) -> Poll<usize> {
+        let ready = dir | dir << CLOSED_SHIFT;
         let r = self.readiness.load(Ordering::Acquire);
-        if r & dir != 0 {
+        if r & ready != 0 {
             return Poll::Ready(r);
         }
         {
@@ -95,16 +129,19 @@ impl ScheduledIo {
         }
         // After the waker is in place: an event dispatched before it was is seen here.
         let r = self.readiness.load(Ordering::Acquire);
-        if r & dir != 0 {
+        if r & ready != 0 {
             Poll::Ready(r)
         } else {
             Poll::Pending
         }
     }
 
-    /// The call in direction `dir` would block: clear it unless an event came since `seen`.
-    fn clear(&self, seen: usize, dir: usize) {
-        let _ = self.readiness.compare_exchange(seen, seen & !dir, Ordering::AcqRel, Ordering::Relaxed);
+    /// Direction `dir` is not ready any more: clear the bits `mask` unless an event came since
+    /// `seen`. `WouldBlock` clears the direction and its closed bit (a socket that would block
+    /// is not closed that way: a UDP socket's reported error was consumed by the call that
+    /// returned it); a short transfer only the direction (module docs).
+    fn clear(&self, seen: usize, mask: usize) {
+        let _ = self.readiness.compare_exchange(seen, seen & !mask, Ordering::AcqRel, Ordering::Relaxed);
     }
 }
 
@@ -139,11 +176,17 @@ impl NetInner {
                     continue;
                 }
                 let mut ready = 0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                if event.is_readable() {
                     ready |= READABLE;
                 }
-                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                if event.is_writable() {
                     ready |= WRITABLE;
+                }
+                if event.is_read_closed() || event.is_error() {
+                    ready |= READ_CLOSED;
+                }
+                if event.is_write_closed() || event.is_error() {
+                    ready |= WRITE_CLOSED;
                 }
                 if let Some(io) = ios.get(&event.token().0) {
                     batch.push((io.clone(), ready));
@@ -229,8 +272,30 @@ impl Registration {
                 Poll::Pending => return Poll::Pending,
             };
             match op() {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(seen, dir),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(seen, dir | dir << CLOSED_SHIFT),
                 result => return Poll::Ready(result),
+            }
+        })
+        .await
+    }
+
+    /// As [`io`](Self::io) for a stream's read or write of `len` bytes: a shorter transfer
+    /// clears the direction (module docs, "Readiness").
+    async fn io_stream(&self, dir: usize, len: usize, mut op: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
+        poll_fn(|cx| loop {
+            let seen = match self.io.poll_ready(dir, cx) {
+                Poll::Ready(r) => r,
+                Poll::Pending => return Poll::Pending,
+            };
+            match op() {
+                Ok(n) => {
+                    if EDGE_TRIGGERED && 0 < n && n < len {
+                        self.io.clear(seen, dir);
+                    }
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(seen, dir | dir << CLOSED_SHIFT),
+                Err(e) => return Poll::Ready(Err(e)),
             }
         })
         .await
@@ -340,7 +405,8 @@ impl TcpStream {
     /// # Errors
     /// As `read(2)`.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reg.io(READABLE, || io::Read::read(&mut &self.io, buf)).await
+        let len = buf.len();
+        self.reg.io_stream(READABLE, len, || io::Read::read(&mut &self.io, buf)).await
     }
 
     /// Fills `buf` exactly.
@@ -363,7 +429,7 @@ impl TcpStream {
     /// # Errors
     /// As `write(2)`.
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.reg.io(WRITABLE, || io::Write::write(&mut &self.io, buf)).await
+        self.reg.io_stream(WRITABLE, buf.len(), || io::Write::write(&mut &self.io, buf)).await
     }
 
     /// Writes all of `buf`.

@@ -131,8 +131,17 @@ impl<S: Spawner> Inner<S> {
 
     /// Unparks worker `w`: its parker, and the I/O driver if `w` may be blocked in it
     /// (`crate::io`, "Waking"). Used by every path that wakes a particular worker.
+    ///
+    /// Nothing when `w` is the calling thread's own worker: it is awake, and re-reads `Sync`
+    /// before it parks again (`wait_or`). That happens when the timer parker, dispatching
+    /// I/O from inside its park, wakes tasks: their notification may pick its own idle-map
+    /// bit, and the driver's unpark would cost a system call (an eventfd write) and an
+    /// `epoll_wait` that returns at once on its next park.
     #[inline]
     pub(crate) fn unpark_worker(&self, w: &Worker<S>) {
+        if self.current_context().is_some_and(|cx| core::ptr::eq(cx.worker(), w)) {
+            return;
+        }
         w.parker.unpark();
         // SeqCst: after the caller's notification or shutdown store (and its fence), so a
         // worker that claims the role later sees those in its own re-read (`park_worker`).

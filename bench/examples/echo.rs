@@ -1,0 +1,175 @@
+//! The `echo` workload (`src/echo.rs`) as a process of its own, one server per run, for
+//! interleaved runs and for counting what one run does (`strace -f -c`, `valgrind --tool=
+//! callgrind`): a loopback TCP echo server on our runtime (`pool::net`) or on tokio's, 2
+//! workers each, and the same client as the harness (one thread, a tokio current-thread
+//! runtime, 64 connections each doing `round_trips` round trips of 64 bytes).
+//!
+//! ```sh
+//! cargo build --release --manifest-path bench/Cargo.toml --example echo
+//! for i in 1 2 3 4 5; do for s in pool tokio; do bench/target/release/examples/echo $s; done; done
+//! ```
+//!
+//! Arguments: `pool|tokio [round_trips per connection, default 1000] [workers, default 2]`.
+//! Prints one line: server, µs per request, requests per second, and for our pool its `Stats`
+//! (parks, polled). `ECHO_SPINS=n` sets our pool's `Config::idle_spins`.
+//!
+//! `idle`: the process CPU time (getrusage) over 2 s of idleness after one task, with no pool,
+//! with our pool, and with our pool and its I/O driver installed (one worker blocked in
+//! `epoll_wait`), as BENCH.md's `idle_cpu`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+const CONNECTIONS: usize = 64;
+const MESSAGE: usize = 64;
+
+/// The client: 64 connections on a current-thread tokio runtime, on its own thread. Returns
+/// seconds for all the round trips.
+fn drive(addr: SocketAddr, round_trips: usize) -> f64 {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("client runtime");
+        rt.block_on(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut streams = Vec::new();
+            for _ in 0..CONNECTIONS {
+                let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+                s.set_nodelay(true).expect("nodelay");
+                streams.push(s);
+            }
+            let start = Instant::now();
+            let tasks: Vec<_> = streams
+                .into_iter()
+                .map(|mut s| {
+                    tokio::spawn(async move {
+                        let msg = [7u8; MESSAGE];
+                        let mut back = [0u8; MESSAGE];
+                        for _ in 0..round_trips {
+                            s.write_all(&msg).await.expect("write");
+                            s.read_exact(&mut back).await.expect("read");
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("client task");
+            }
+            start.elapsed().as_secs_f64()
+        })
+    })
+    .join()
+    .expect("client thread")
+}
+
+fn ours(threads: usize, round_trips: usize) -> (f64, String) {
+    let spins = std::env::var("ECHO_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(pool::DEFAULT_IDLE_SPINS);
+    let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: threads, idle_spins: spins, ..Default::default() }).expect("pool"));
+    let net = pool::net::Net::install(&pool).expect("net");
+    let listener = pool::net::TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let p = pool.clone();
+    pool.spawn_future(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            let _ = s.set_nodelay(true);
+            p.spawn_future(async move {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if s.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            })
+            .expect("spawn");
+        }
+    })
+    .expect("spawn");
+    let secs = drive(addr, round_trips);
+    let s = pool.stats();
+    (secs, format!("parks {} polled {} steals {}", s.parks, s.polled, s.steals))
+}
+
+fn tokio(threads: usize, round_trips: usize) -> (f64, String) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_io().build().expect("tokio");
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut s, _)) = listener.accept().await {
+            let _ = s.set_nodelay(true);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if s.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let secs = drive(addr, round_trips);
+    drop(rt);
+    (secs, String::new())
+}
+
+/// Process CPU time (user + system) in ms.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
+/// CPU ms burnt during 2 s of idleness after `setup` (kept alive meanwhile).
+fn idle_cpu<T>(setup: impl FnOnce() -> T) -> f64 {
+    let keep = setup();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = cpu_ms();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let spent = cpu_ms() - before;
+    drop(keep);
+    spent
+}
+
+fn idle() {
+    let no_pool = idle_cpu(|| ());
+    let one_task = |net: bool| {
+        move || {
+            let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).expect("pool"));
+            let net = net.then(|| pool::net::Net::install(&pool).expect("net"));
+            pool.spawn_future(async {}).expect("spawn").join().expect("task");
+            (pool, net)
+        }
+    };
+    let ours = idle_cpu(one_task(false));
+    let ours_net = idle_cpu(one_task(true));
+    println!("idle CPU ms over 2 s: no pool {no_pool:.2}, pool {ours:.2}, pool with its I/O driver {ours_net:.2}");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let server = args.get(1).map_or("pool", String::as_str);
+    if server == "idle" {
+        return idle();
+    }
+    let round_trips = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let threads = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(2);
+    let (secs, extra) = match server {
+        "pool" => ours(threads, round_trips),
+        "tokio" => tokio(threads, round_trips),
+        other => panic!("unknown server {other:?}: pool or tokio"),
+    };
+    let requests = (CONNECTIONS * round_trips) as f64;
+    println!("{server:5} {:6.2} µs/request {:8.0} requests/s {extra}", secs * 1e6 / requests, requests / secs);
+}
