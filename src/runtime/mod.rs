@@ -113,13 +113,17 @@
 //! [`JoinError::is_panic`]. Without `std`, a panic in a task aborts (the pool's callbacks are
 //! `extern "C"`).
 
+// Top-down: each module uses only those below it.
 mod block_on;
+mod pool;
+mod join;
+mod harness;
+mod waker;
+mod header;
+mod state;
+mod error;
 #[cfg(feature = "std")]
 mod current;
-mod join;
-mod pool;
-mod raw;
-mod state;
 
 #[cfg(loom)]
 #[doc(hidden)]
@@ -129,7 +133,8 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-pub use join::{JoinError, JoinHandle};
+pub use error::JoinError;
+pub use join::JoinHandle;
 pub(crate) use pool::{release_pool, PoolRuntime};
 pub use pool::RuntimeStats;
 
@@ -141,17 +146,14 @@ use crate::ThreadPool;
 /// ours.
 pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::time::TimerHandle> {
     #[cfg(feature = "std")]
-    if let Some(header) = current::polling() {
-        // SAFETY: the task being polled on this thread is live for the whole poll.
-        return unsafe { raw::Header::timers(header) };
+    if let Some(task) = current::polling() {
+        // SAFETY: the task being polled on this thread (a task header) is live for the whole
+        // poll.
+        return unsafe { header::Header::timers(task.cast()) };
     }
-    let waker = waker?;
-    if !core::ptr::eq(waker.vtable(), &raw::WAKER_VTABLE) {
-        return None;
-    }
-    let header = core::ptr::NonNull::new(waker.data().cast_mut().cast::<raw::Header>())?;
+    let header = waker::header_of(waker?)?;
     // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
-    unsafe { raw::Header::timers(header) }
+    unsafe { header::Header::timers(header) }
 }
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its
@@ -212,7 +214,7 @@ impl Future for YieldNow {
         // Our own task waking itself: set the thread-local bit directly, without the waker's
         // vtable call (the same as `wake_by_ref` would do, `current.rs`).
         #[cfg(feature = "std")]
-        if current::wake_self_by_waker(cx.waker()) {
+        if waker::wake_self_by_waker(cx.waker()) {
             return Poll::Pending;
         }
         cx.waker().wake_by_ref();

@@ -19,7 +19,8 @@ use core::ptr::NonNull;
 
 use alloc::boxed::Box;
 
-use super::raw::{self, Header, Schedule};
+use super::harness;
+use super::header::{Header, Schedule};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::platform::Spawner;
@@ -132,7 +133,7 @@ impl<S: Spawner> ThreadPool<S> {
         // may free `Inner` through it (`PoolScheduler::release`), which a shared reference's
         // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
         // wake_after_pool_dropped).
-        let header = raw::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
+        let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.runtime.acquire();
         let task = Header::task(header);
         // As `submit_lifo`, with the spawn counted on the same worker lookup.
@@ -155,7 +156,7 @@ impl<S: Spawner> ThreadPool<S> {
             Err(e) => {
                 // SAFETY: refused, so never queued: still only ours. Frees the task and its
                 // pool reference.
-                unsafe { raw::dealloc_unqueued(header) };
+                unsafe { Header::dealloc_unqueued(header) };
                 Err(e)
             }
         }
@@ -240,7 +241,7 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
     // progress (`scheduler/README.md`, "Self-requeued tasks"), and the busy path of every
     // yield has no `notify` fence.
     //
-    // Always inlined: that re-queue runs inside `raw::run`, and a call here cost ~20
+    // Always inlined: that re-queue runs inside `harness::run`, and a call here cost ~20
     // instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
     // Everything else is `schedule_slow`.
     #[inline(always)]
