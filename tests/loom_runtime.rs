@@ -323,8 +323,10 @@ fn runtime_abort_vs_complete() {
         let q = ManualQueue::new();
         let (fut_drops, out_drops) = counters();
         let (fd, od) = (fut_drops.clone(), out_drops.clone());
+        // Dropped with the future: unpolled (cancelled before the run) or when it completes.
+        let guard = DropCount(fd);
         let h = spawn(&q, async move {
-            let _future = DropCount(fd);
+            let _future = guard;
             (5u32, DropCount(od))
         });
         let q2 = q.clone();
