@@ -52,6 +52,10 @@ const WAITING: usize = 1;
 const SETTING: usize = 2;
 const SET: usize = 3;
 
+/// Spins in `spin_until_set` before it yields the thread (`std`): the setter's wake (an
+/// `unpark`, a system call at worst) usually returns within this many.
+const SETTING_SPINS: u32 = 64;
+
 /// A waker whose wake unparks `parker` and which holds no reference (clone copies the
 /// pointer, drop does nothing): a thread's parker as a signal's waiter.
 ///
@@ -276,11 +280,22 @@ impl Signal {
         }
     }
 
-    /// Spins through the short SETTING window until SET.
+    /// Waits through the short SETTING window until SET: spins, and with `std` yields the
+    /// thread after [`SETTING_SPINS`] rounds (the setter may have been preempted between its
+    /// wake and its store of SET, on a machine with more runnable threads than cores).
     #[inline]
     pub(crate) fn spin_until_set(&self) {
+        let mut spins = 0u32;
         while !self.is_set() {
-            spin_hint();
+            if spins < SETTING_SPINS {
+                spins += 1;
+                spin_hint();
+            } else {
+                #[cfg(all(feature = "std", not(loom)))]
+                std::thread::yield_now();
+                #[cfg(not(all(feature = "std", not(loom))))]
+                spin_hint();
+            }
         }
     }
 }
