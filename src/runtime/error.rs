@@ -6,7 +6,7 @@ use core::fmt;
 
 use alloc::boxed::Box;
 
-/// Why a task produced no output: it was cancelled ([`JoinHandle::abort`], or the pool shut
+/// Why a task produced no output: it was cancelled ([`JoinHandle::abort`](super::JoinHandle::abort), or the pool shut
 /// down or refused it before it finished), or its future panicked (`std` only; without `std` a
 /// panic in a task aborts).
 ///

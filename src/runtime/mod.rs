@@ -33,12 +33,13 @@
 //! ```
 //!
 //! # A task
-//! One allocation per spawn (`raw.rs`): a header — the pool's intrusive [`Task`](crate::Task)
-//! first, then a packed atomic state word, a vtable, the pool pointer and the join slot —
+//! One allocation per spawn (`header.rs`): a header — the pool's intrusive [`Task`](crate::Task)
+//! first, then a packed atomic state word, a vtable, the pool pointer and the join signal —
 //! followed by the future, replaced in place by its output when it completes. The pool runs the
-//! task by calling the header's callback, which polls the future once. The state word
-//! (`state.rs`) packs SCHEDULED, RUNNING, NOTIFIED, COMPLETE, CANCELLED, JOIN_INTEREST,
-//! JOIN_WAKER and a reference count; every transition is one read-modify-write:
+//! task by calling the header's callback (`harness.rs`), which polls the future once. The
+//! state word (`state.rs`) packs SCHEDULED, RUNNING, NOTIFIED, COMPLETE, CANCELLED,
+//! JOIN_INTEREST and a reference count; every transition is one read-modify-write, a method on
+//! the state type that returns what its caller must do next:
 //!
 //! ```text
 //!             wake (idle): +SCHEDULED, +1 ref (the queue's)
@@ -49,7 +50,7 @@
 //!    +-------------------------------------------------------  RUNNING --wake--> RUNNING+NOTIFIED
 //!                                                                   |                 |
 //!       poll Pending + NOTIFIED: -RUNNING -NOTIFIED +SCHEDULED, re-queued at the back <-+
-//!       poll Ready / cancelled:  RUNNING -> COMPLETE (xor), wake the join waiter, -1 ref
+//!       poll Ready / cancelled:  RUNNING -> COMPLETE (xor), set the join signal, -1 ref
 //! ```
 //! * A task is queued at most once however many times it is woken: only the wake that finds
 //!   it idle sets SCHEDULED; a wake during a poll sets NOTIFIED and the poller re-queues it.
@@ -59,6 +60,9 @@
 //!   with `std`: a thread-local bit that the end of the poll reads (`current.rs`).
 //! * The `JoinHandle` holds a reference and JOIN_INTEREST. It owns the output once COMPLETE;
 //!   dropped first, it detaches and the completing thread drops the output instead.
+//! * The join signal is the crate's one completion primitive ([`Signal`](crate::Signal), with
+//!   its waker slot), the same as fork-join halves, latches and blocking-pool handles use: the
+//!   completing thread sets it; the `JoinHandle` is its one waiter.
 //! * [`JoinHandle::abort`]: an idle task is cancelled on the calling thread (it claims RUNNING
 //!   and drops the future), a queued or running one by the thread that runs it.
 //!
@@ -89,10 +93,18 @@
 //!   pool's `Sync`-word protocol, which has no lost wake-up (`scheduler/README.md`). No flag.
 //!
 //! # Waiting
-//! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join slot.
-//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on a
-//!   [`Signal`](crate::Signal) put in the join slot: the worker runs other tasks, typically the
-//!   joined task itself from its LIFO slot); elsewhere, spins briefly then parks.
+//! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join signal (a
+//!   later poll with another waker replaces it).
+//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on the
+//!   task's join signal: the worker runs other tasks, typically the joined task itself from its
+//!   LIFO slot, and registers its parker in the signal only before it sleeps); elsewhere, spins
+//!   briefly then parks.
+//!
+//! # Modules, top-down (each uses only those below it)
+//! `pool` (spawn, the pool's `Schedule`), `block_on`, `join` (`JoinHandle`) → `harness` (run,
+//! complete, the vtable's entries, `allocate`) → `waker` → `header` (the allocation, `Vtable`,
+//! `Schedule`) → `state` (the word and its transitions), `error` (`JoinError`), `current` (the
+//! polled task's thread-local).
 //! * [`ThreadPool::block_on`]: polls on the calling thread, spins briefly then parks on a parker
 //!   from the platform between polls.
 //!
