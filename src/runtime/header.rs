@@ -222,7 +222,8 @@ impl Header {
         let h = unsafe { header.as_ref() };
         if h.state.ref_dec() {
             let dealloc = h.vtable.dealloc;
-            // SAFETY: that was the last reference (and `ref_dec` fenced).
+            // SAFETY: that was the last reference (and `ref_dec` acquired every other owner's
+            // accesses).
             unsafe { dealloc(header) };
         }
     }

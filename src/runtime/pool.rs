@@ -25,7 +25,7 @@ use super::JoinHandle;
 use crate::latch::Signal;
 use crate::platform::Spawner;
 use crate::scheduler::{Error, Inner, ThreadPool};
-use crate::sync::{fence, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicUsize, CachePadded, Ordering};
 use crate::task::Task;
 
 /// Spins before a thread outside the pool parks in `JoinHandle::join`. 0, as `block_on`'s:
@@ -66,10 +66,12 @@ impl PoolRuntime {
     /// The handle's drop calls this after shutdown has joined every thread.
     #[inline]
     pub(crate) fn release(&self) -> bool {
-        // Release + Acquire fence on the last, as `Arc`: everything any owner did happens
-        // before the free.
+        // Release, and on the last an Acquire load of the count, as `Arc`'s fence: everything
+        // any owner did happens before the free (the count changes only by RMWs, so the load,
+        // reading our decrement, synchronises with every earlier one). A load so that
+        // ThreadSanitizer, which does not model fences, sees the pairing.
         if self.refs.fetch_sub(1, Ordering::Release) == 1 {
-            fence(Ordering::Acquire);
+            let _ = self.refs.load(Ordering::Acquire);
             return true;
         }
         false
