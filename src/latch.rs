@@ -33,13 +33,14 @@
 //! * `set` swaps in SETTING; if it displaced WAITING it takes the waker and wakes it; then it
 //!   stores SET. That store is its **last access** to the signal or the waiter (also when the
 //!   wake panics: a drop guard stores it).
-//! * A waiter whose signal lives in its own stack frame (a parker's waker, a fork-join frame)
-//!   returns only after it has seen SET. It never sleeps once it sees SETTING (the wake-up may
-//!   already have been consumed); it spins for those few instructions instead. So the signal and
+//! * A waiter whose signal or parker lives in its own stack frame (a fork-join frame, a parker's
+//!   waker) returns only after it has seen SET. It never sleeps once it sees SETTING (the
+//!   wake-up may already have been consumed); it spins through that short window instead
+//!   (`spin_until_set`, which yields the thread after a few spins with `std`). So the signal and
 //!   the waiter's parker can live in the waiter's stack frame: no allocation, and no use after
-//!   the waiter returned. A waiter whose signal lives in a reference-counted allocation (a task's
-//!   join slot, a blocking job) may treat SETTING as complete: the setter's reference keeps the
-//!   signal alive until its last access.
+//!   the waiter returned. An async waiter (its own waker, owned by the slot) whose signal lives
+//!   in a reference-counted allocation (a task's join signal, a blocking job) may treat SETTING
+//!   as complete: the setter's reference keeps the signal alive until its last access.
 
 use core::fmt;
 use core::marker::PhantomData;
