@@ -7,22 +7,44 @@
 //! there are none (so a waiting worker never blocks work that is queued); on any other thread it
 //! parks on a parker from the pool's platform.
 //!
+//! The signal is the crate's one completion primitive: fork-join halves, [`CountLatch`], the
+//! pool's shutdown, an async task's join slot (`runtime`) and a blocking-pool handle
+//! (`blocking::handle`) all complete through it, so its loom models (`tests/loom_signal.rs`)
+//! cover all of them.
+//!
 //! # The Signal's states
 //! ```text
-//!   EMPTY --register--> WAITING --set--> SETTING --(waiter woken)--> SET
-//!     \------------------set------------------------------------->/
+//!            register (slot written, then published)
+//!   EMPTY ------------------------------------------> WAITING --set--> SETTING --(waiter woken)--> SET
+//!     ^  \                                               |
+//!     |   \------------------------set-------------------|---------------------------------->/
+//!     +---------- take the slot back (the waiter) -------+
 //! ```
-//! * `register` stores the waiter (who to unpark) and then moves EMPTY -> WAITING (Release), so
-//!   a setter that sees WAITING also sees the waiter.
-//! * `set` swaps in SETTING; if it displaced WAITING it unparks the waiter; then it stores SET.
-//!   That store is its **last access** to the signal or the waiter.
-//! * The waiter returns only after it has seen SET. It never sleeps once it sees SETTING (the
-//!   wake-up may already have been consumed); it spins for those few instructions instead. So the
-//!   signal and the waiter's parker can live in the waiter's stack frame: no allocation, and no
-//!   use after the waiter returned.
+//! The waiter is a [`Waker`]: an async waiter's own, or a parker's (`parker_waker`: its wake is
+//! the parker's `unpark`, and it holds no reference).
+//! * `register` writes the waker into the slot while the state is EMPTY and then moves EMPTY ->
+//!   WAITING (Release), so a setter that sees WAITING also sees the waker. An async waiter that
+//!   polls again first takes the slot back (WAITING -> EMPTY), replaces the waker unless the old
+//!   one wakes the same task, and publishes WAITING again. If either compare-and-swap fails the
+//!   signal is being set or set: the waiter is complete and does not wait (a waker it had just
+//!   written is taken back out: the setter, which saw EMPTY, never reads the slot).
+//! * So the slot belongs to the waiter while the state is EMPTY, to the setter from its swap
+//!   that displaced WAITING, and to nobody else: exactly one side touches it at a time.
+//! * `set` swaps in SETTING; if it displaced WAITING it takes the waker and wakes it; then it
+//!   stores SET. That store is its **last access** to the signal or the waiter (also when the
+//!   wake panics: a drop guard stores it).
+//! * A waiter whose signal or parker lives in its own stack frame (a fork-join frame, a parker's
+//!   waker) returns only after it has seen SET. It never sleeps once it sees SETTING (the
+//!   wake-up may already have been consumed); it spins through that short window instead
+//!   (`spin_until_set`, which yields the thread after a few spins with `std`). So the signal and
+//!   the waiter's parker can live in the waiter's stack frame: no allocation, and no use after
+//!   the waiter returned. An async waiter (its own waker, owned by the slot) whose signal lives
+//!   in a reference-counted allocation (a task's join signal, a blocking job) may treat SETTING
+//!   as complete: the setter's reference keeps the signal alive until its last access.
 
 use core::fmt;
-use core::ptr;
+use core::marker::PhantomData;
+use core::task::{RawWaker, RawWakerVTable, Waker};
 
 use crate::sync::{spin_hint, AtomicUsize, Ordering, UnsafeCell};
 
@@ -31,36 +53,51 @@ const WAITING: usize = 1;
 const SETTING: usize = 2;
 const SET: usize = 3;
 
-/// Who to wake when a signal is set: a type-erased parker.
-#[derive(Clone, Copy)]
-pub(crate) struct Waiter {
-    parker: *const (),
-    unpark: unsafe fn(*const ()),
+/// Spins in `spin_until_set` before it yields the thread (`std`): the setter's wake (an
+/// `unpark`, a system call at worst) usually returns within this many.
+const SETTING_SPINS: u32 = 64;
+
+/// A waker whose wake unparks `parker` and which holds no reference (clone copies the
+/// pointer, drop does nothing): a thread's parker as a signal's waiter.
+///
+/// # Safety
+/// The waker and every clone of it are woken only while `parker` is alive. A signal's
+/// protocol guarantees that for a waiter that returns only after the signal is set (see the
+/// module docs): the setter's wake comes before its store of SET.
+pub(crate) unsafe fn parker_waker<P: crate::Parker>(parker: &P) -> Waker {
+    // SAFETY: the vtable's functions expect a `*const P`, which this is; the caller keeps the
+    // parker alive as long as the waker may be woken.
+    unsafe { Waker::from_raw(ParkerWaker::<P>::raw(core::ptr::from_ref(parker).cast())) }
 }
 
-impl Waiter {
-    /// A waiter that unparks `parker`.
-    pub(crate) fn new<P: crate::Parker>(parker: &P) -> Self {
-        unsafe fn unpark<P: crate::Parker>(parker: *const ()) {
-            // SAFETY: built from a `&P` below; the signal protocol keeps it alive until `set`
-            // has stored SET (see module docs).
-            unsafe { (*parker.cast::<P>()).unpark() }
-        }
-        Self { parker: ptr::from_ref(parker).cast(), unpark: unpark::<P> }
+/// The vtable of [`parker_waker`], one per parker type.
+struct ParkerWaker<P>(PhantomData<P>);
+
+impl<P: crate::Parker> ParkerWaker<P> {
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(Self::clone, Self::wake, Self::wake, Self::drop);
+
+    fn raw(parker: *const ()) -> RawWaker {
+        RawWaker::new(parker, &Self::VTABLE)
     }
 
-    /// # Safety
-    /// The parker is alive (the signal protocol guarantees it during `set`).
-    unsafe fn wake(self) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.unpark)(self.parker) }
+    unsafe fn clone(parker: *const ()) -> RawWaker {
+        Self::raw(parker)
     }
+
+    unsafe fn wake(parker: *const ()) {
+        // SAFETY: built from a `&P` by `parker_waker`, whose caller keeps it alive while the
+        // waker may be woken.
+        unsafe { (*parker.cast::<P>()).unpark() }
+    }
+
+    unsafe fn drop(_parker: *const ()) {}
 }
 
 /// A one-shot completion with at most one waiter: one thread [`set`](Self::set)s it, once; one
 /// thread waits for it with [`ThreadPool::wait_for`](crate::ThreadPool::wait_for) (helping
-/// with other work on a worker, parking elsewhere). No allocation: it may live in the waiter's
-/// stack frame, since the setter's last access comes before the waiter can return.
+/// with other work on a worker, parking elsewhere), or one future awaits it through the crate's
+/// own handles (an async `JoinHandle`, a `BlockingHandle`). No allocation: it may live in the
+/// waiter's stack frame, since the setter's last access comes before the waiter can return.
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
@@ -87,18 +124,21 @@ pub struct Signal {
     /// the whole call (Stacked Borrows), and padding is such a byte: Miri reported that free as
     /// undefined behaviour (`JoinHandle::join`'s doc example) when the state was a `u32`.
     state: AtomicUsize,
-    waiter: UnsafeCell<Option<Waiter>>,
+    /// The waiter's waker: the waiter's while the state is EMPTY, the setter's once its swap
+    /// displaced WAITING (module docs). Whatever is left in it is dropped with the signal.
+    waker: UnsafeCell<Option<Waker>>,
 }
 
 // No padding in a `Signal` (see `state`).
 #[cfg(not(loom))]
 static_assertions::const_assert_eq!(
     core::mem::size_of::<Signal>(),
-    core::mem::size_of::<AtomicUsize>() + core::mem::size_of::<UnsafeCell<Option<Waiter>>>()
+    core::mem::size_of::<AtomicUsize>() + core::mem::size_of::<UnsafeCell<Option<Waker>>>()
 );
 
-// SAFETY: `waiter` is written only by the single waiter before it publishes WAITING (Release)
-// and read only by the single setter after it observes WAITING (Acquire).
+// SAFETY: `waker` (a `Waker`, which is Send + Sync) is touched by one side at a time: the
+// waiter while EMPTY (it publishes WAITING with Release), the setter after its swap displaced
+// WAITING (Acquire); see the module docs.
 unsafe impl Send for Signal {}
 // SAFETY: as above.
 unsafe impl Sync for Signal {}
@@ -122,7 +162,7 @@ impl Signal {
     /// assert!(!pool::Signal::new().is_set());
     /// ```
     pub fn new() -> Self {
-        Self { state: AtomicUsize::new(EMPTY), waiter: UnsafeCell::new(None) }
+        Self { state: AtomicUsize::new(EMPTY), waker: UnsafeCell::new(None) }
     }
 
     /// Whether `set` has completed (the waiter may return and free the signal).
@@ -140,22 +180,52 @@ impl Signal {
         self.state.load(Ordering::Acquire) == SET
     }
 
-    /// Whether `set` has begun: the waiter must not sleep any more.
+    /// Whether `set` has begun: the waiter must not sleep any more, and everything before the
+    /// set is visible (Acquire, paired with the swap to SETTING).
     #[inline]
     pub(crate) fn is_setting(&self) -> bool {
         self.state.load(Ordering::Acquire) >= SETTING
     }
 
-    /// Registers the (only) waiter. Returns false if the signal is already being set.
+    /// Registers the (only) waiter's waker, or replaces the one it registered before. Returns
+    /// false if the signal is being set or is set: the waiter is complete and must not wait
+    /// (everything before the set is visible: Acquire). A waker that wakes the same task as
+    /// the registered one ([`Waker::will_wake`]) leaves the slot as it is.
     ///
     /// # Safety
-    /// Called at most once per signal, by the thread that will wait; `waiter`'s parker stays
-    /// alive until this signal `is_set`.
-    pub(crate) unsafe fn register(&self, waiter: Waiter) -> bool {
-        // SAFETY: only the waiter writes `waiter`, and only before publishing WAITING.
-        self.waiter.with_mut(|w| unsafe { *w = Some(waiter) });
-        // Release: the setter that reads WAITING (Acquire) sees the waiter.
-        self.state.compare_exchange(EMPTY, WAITING, Ordering::Release, Ordering::Relaxed).is_ok()
+    /// Called only by the signal's one waiter (one thread at a time). A waker from
+    /// [`parker_waker`] keeps its parker alive until this signal `is_set`, or until the waker is
+    /// replaced.
+    pub(crate) unsafe fn register(&self, waker: &Waker) -> bool {
+        let state = self.state.load(Ordering::Acquire);
+        if state == WAITING {
+            // Take the slot back. Relaxed on success: only we wrote the slot, and the setter
+            // reads it only after displacing WAITING, which would make this fail. Acquire on
+            // failure: we read SETTING or SET, after the setter's Release.
+            if self.state.compare_exchange(WAITING, EMPTY, Ordering::Relaxed, Ordering::Acquire).is_err() {
+                return false;
+            }
+        } else if state != EMPTY {
+            return false;
+        }
+        // SAFETY: the state is EMPTY and we are the waiter: the slot is ours (module docs).
+        // An old waker we replace is dropped here.
+        self.waker.with_mut(|slot| unsafe {
+            match &*slot {
+                Some(old) if old.will_wake(waker) => {}
+                _ => *slot = Some(waker.clone()),
+            }
+        });
+        // Release: the setter that reads WAITING (Acquire) sees the waker. Acquire on failure:
+        // as above.
+        if self.state.compare_exchange(EMPTY, WAITING, Ordering::Release, Ordering::Acquire).is_ok() {
+            return true;
+        }
+        // The setter displaced EMPTY, so it never reads the slot: still ours. Empty it (a
+        // task's waker would otherwise hold its task until the signal is dropped).
+        // SAFETY: as above.
+        drop(self.waker.with_mut(|slot| unsafe { (*slot).take() }));
+        false
     }
 
     /// Sets the signal and wakes the waiter, if one registered.
@@ -176,24 +246,57 @@ impl Signal {
     /// # }
     /// ```
     pub unsafe fn set(&self) {
-        // AcqRel: Acquire sees the registered waiter; Release publishes the work done before.
+        // AcqRel: Acquire sees the registered waker; Release publishes the work done before.
         if self.state.swap(SETTING, Ordering::AcqRel) == WAITING {
-            // SAFETY: WAITING was published after the waiter was written; the waiter keeps its
-            // parker alive until it sees SET, which we store below.
-            if let Some(waiter) = self.waiter.with(|w| unsafe { *w }) {
-                // SAFETY: see above.
-                unsafe { waiter.wake() };
-            }
+            // SAFETY: we displaced WAITING, so the slot is ours; once, as `set`.
+            unsafe { self.wake_and_set() };
+            return;
         }
         // Release pairs with `is_set`. Our last access to `self`.
         self.state.store(SET, Ordering::Release);
     }
 
-    /// Spins through the short SETTING window until SET.
+    /// `set` after its swap displaced WAITING: take the waker, wake it, store SET (also if the
+    /// wake panics, so the waiter never spins forever on SETTING).
+    ///
+    /// # Safety
+    /// The caller's swap displaced WAITING (the slot is ours).
+    #[cold]
+    #[inline(never)]
+    unsafe fn wake_and_set(&self) {
+        struct StoreSet<'a>(&'a AtomicUsize);
+        impl Drop for StoreSet<'_> {
+            fn drop(&mut self) {
+                // Release pairs with `is_set`. The setter's last access to the signal.
+                self.0.store(SET, Ordering::Release);
+            }
+        }
+        let _set = StoreSet(&self.state);
+        // SAFETY: the caller's contract: WAITING was published after the waker was written.
+        let waker = self.waker.with_mut(|slot| unsafe { (*slot).take() });
+        if let Some(waker) = waker {
+            // A parker's waker: its parker is alive until the waiter sees SET, stored after
+            // this (`parker_waker`'s contract).
+            waker.wake();
+        }
+    }
+
+    /// Waits through the short SETTING window until SET: spins, and with `std` yields the
+    /// thread after [`SETTING_SPINS`] rounds (the setter may have been preempted between its
+    /// wake and its store of SET, on a machine with more runnable threads than cores).
     #[inline]
     pub(crate) fn spin_until_set(&self) {
+        let mut spins = 0u32;
         while !self.is_set() {
-            spin_hint();
+            if spins < SETTING_SPINS {
+                spins += 1;
+                spin_hint();
+            } else {
+                #[cfg(all(feature = "std", not(loom)))]
+                std::thread::yield_now();
+                #[cfg(not(all(feature = "std", not(loom))))]
+                spin_hint();
+            }
         }
     }
 }
@@ -372,6 +475,8 @@ fn overflow(n: usize) -> ! {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    extern crate std;
+
     use super::*;
 
     #[test]
@@ -383,8 +488,8 @@ mod tests {
         assert!(s.is_set());
         // Registering after the set fails: the waiter does not wait.
         let p = NoopParker;
-        // SAFETY: no parker needed since it is never woken; a dangling-free dummy.
-        assert!(!unsafe { s.register(Waiter::new(&p)) });
+        // SAFETY: we are the only waiter; `p` outlives the signal.
+        assert!(!unsafe { s.register(&parker_waker(&p)) });
     }
 
     #[test]
@@ -402,6 +507,76 @@ mod tests {
         // SAFETY: the last unit.
         unsafe { l.done() };
         assert!(signal.is_set());
+    }
+
+    /// A waker that counts its wakes; `Arc::strong_count` counts its clones.
+    struct CountWakes(core::sync::atomic::AtomicUsize);
+    impl std::task::Wake for CountWakes {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    fn counting_waker() -> (std::sync::Arc<CountWakes>, Waker) {
+        let count = std::sync::Arc::new(CountWakes(Default::default()));
+        (count.clone(), Waker::from(count))
+    }
+    fn wakes(c: &CountWakes) -> usize {
+        c.0.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn waker_replaced_then_woken_once() {
+        let s = Signal::new();
+        let (first, w1) = counting_waker();
+        let (second, w2) = counting_waker();
+        // SAFETY: this thread is the only waiter.
+        unsafe {
+            assert!(s.register(&w1));
+            // The same waker again keeps the slot's clone (no second clone).
+            assert!(s.register(&w1));
+            assert_eq!(std::sync::Arc::strong_count(&first), 3);
+            // A new waker replaces it: the old clone is dropped, not woken.
+            assert!(s.register(&w2));
+        }
+        assert_eq!(std::sync::Arc::strong_count(&first), 2);
+        // SAFETY: set once.
+        unsafe { s.set() };
+        assert!(s.is_set());
+        assert_eq!((wakes(&first), wakes(&second)), (0, 1));
+        // The setter took the slot's clone and consumed it waking.
+        assert_eq!(std::sync::Arc::strong_count(&second), 2);
+        // SAFETY: as above.
+        assert!(!unsafe { s.register(&w2) }, "set: complete, nothing registered");
+        assert_eq!(std::sync::Arc::strong_count(&second), 2);
+    }
+
+    #[test]
+    fn waker_left_in_an_unset_signal_is_dropped_with_it() {
+        let (count, w) = counting_waker();
+        let s = Signal::new();
+        // SAFETY: the only waiter.
+        assert!(unsafe { s.register(&w) });
+        assert_eq!(std::sync::Arc::strong_count(&count), 3);
+        drop(s);
+        assert_eq!(std::sync::Arc::strong_count(&count), 2);
+        assert_eq!(wakes(&count), 0);
+    }
+
+    #[test]
+    fn panicking_wake_still_sets() {
+        struct Boom;
+        impl std::task::Wake for Boom {
+            fn wake(self: std::sync::Arc<Self>) {
+                panic!("waker panicked");
+            }
+        }
+        let s = Signal::new();
+        // SAFETY: the only waiter.
+        assert!(unsafe { s.register(&Waker::from(std::sync::Arc::new(Boom))) });
+        // SAFETY: set once.
+        let caught = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| unsafe { s.set() }));
+        assert!(caught.is_err());
+        assert!(s.is_set(), "SET is stored even when the wake panics");
     }
 
     struct NoopParker;

@@ -512,3 +512,24 @@ where
         start.elapsed()
     );
 }
+
+/// `Signal::register` (the signal's one waiter registers or replaces its waker); false: the
+/// signal is being set or set.
+///
+/// # Safety
+/// As `Signal::register`: only the signal's one waiter calls it.
+pub unsafe fn signal_register(signal: &crate::Signal, waker: &core::task::Waker) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { signal.register(waker) }
+}
+
+/// `Signal::park_until_set` on `parker` (the calling thread's own; it is the signal's one
+/// waiter).
+pub fn signal_park_until_set(signal: &crate::Signal, parker: &LoomParker) {
+    signal.park_until_set(parker);
+}
+
+/// `Signal::is_setting`: the waiter must not sleep any more.
+pub fn signal_is_setting(signal: &crate::Signal) -> bool {
+    signal.is_setting()
+}

@@ -20,7 +20,7 @@
 //! begin after the last handle's drop began are the caller's error (a use after free), as for
 //! any object: the gate does not count its users.
 
-use crate::latch::{Signal, Waiter};
+use crate::latch::{parker_waker, Signal};
 use crate::platform::Parker;
 use crate::sync::{AtomicU32, Ordering};
 
@@ -105,7 +105,7 @@ impl Signal {
     pub(crate) fn park_until_set<P: Parker>(&self, parker: &P) {
         // SAFETY: we are the only waiter; `parker` lives until the signal is set (the spin
         // below comes before it can be dropped).
-        if unsafe { self.register(Waiter::new(parker)) } {
+        if unsafe { self.register(&parker_waker(parker)) } {
             while !self.is_setting() {
                 parker.park();
             }

@@ -1,5 +1,7 @@
-//! Loom models of the async task state word (`src/runtime/raw.rs`): wake vs poll vs complete,
-//! abort vs poll, JoinHandle drop vs complete, wake vs shutdown. The task runs on a hand-driven
+//! Loom models of the async task state word and its transitions (`src/runtime/state.rs`, run
+//! by `src/runtime/harness.rs`): wake vs poll vs complete, abort vs poll, abort vs complete,
+//! JoinHandle drop vs complete, the join signal's waker and a blocking join vs complete, wake
+//! vs shutdown. The task runs on a hand-driven
 //! queue (`pool::runtime::loom::ManualQueue`), so each model picks which thread polls, wakes,
 //! aborts or drops, and loom explores every interleaving of those operations on the real state
 //! word, join slot and stage. A lost wake-up shows as a loom deadlock (every thread parked or
@@ -257,8 +259,8 @@ fn runtime_join_handle_drop_vs_complete() {
 #[test]
 fn runtime_join_waker_vs_complete() {
     // Interleaving: main polls the JoinHandle twice with different wakers (registers, then
-    // replaces the join waiter: clear JOIN_WAKER, write, set) while the task completes on
-    // another thread and takes the waiter out. No torn slot, no lost completion.
+    // replaces its waker in the join signal: WAITING -> EMPTY, write, WAITING) while the task
+    // completes on another thread and sets the signal. No torn slot, no lost completion.
     model("runtime_join_waker_vs_complete", || {
         let q = ManualQueue::new();
         let mut h = spawn(&q, async { 5u32 });
@@ -307,6 +309,64 @@ fn runtime_wake_vs_shutdown() {
         let r = block_on(h);
         assert!(r.as_ref().map_or_else(|e| e.is_cancelled(), |v| *v == 7));
         assert_eq!(drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_abort_vs_complete() {
+    // Interleaving: the task completes on its first poll on the runner thread while main aborts
+    // it: before the run (the run cancels), while it runs (CANCELLED on a RUNNING task that
+    // then completes: the output is kept) or after completion (no-op). The future is dropped
+    // once, the output (if any) once; the handle sees 5 or Cancelled.
+    model("runtime_abort_vs_complete", || {
+        let q = ManualQueue::new();
+        let (fut_drops, out_drops) = counters();
+        let (fd, od) = (fut_drops.clone(), out_drops.clone());
+        // Dropped with the future: unpolled (cancelled before the run) or when it completes.
+        let guard = DropCount(fd);
+        let h = spawn(&q, async move {
+            let _future = guard;
+            (5u32, DropCount(od))
+        });
+        let q2 = q.clone();
+        let runner = thread::spawn(move || q2.run_all());
+        h.abort();
+        runner.join().unwrap();
+        match block_on(h) {
+            Ok((v, out)) => {
+                assert_eq!(v, 5);
+                drop(out);
+                assert_eq!(out_drops.load(Ordering::Acquire), 1);
+            }
+            Err(e) => {
+                assert!(e.is_cancelled());
+                assert_eq!(out_drops.load(Ordering::Acquire), 0);
+            }
+        }
+        assert_eq!(fut_drops.load(Ordering::Acquire), 1);
+        assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_blocking_join_vs_complete() {
+    // Interleaving: main `join`s the handle (registers its parker in the join signal and parks
+    // until SET) while the runner completes the task and sets the signal: the registration
+    // lands before the set (the setter unparks it) or after (complete, no park). No lost
+    // wake-up (a loom deadlock), the output read once, the task freed.
+    model("runtime_blocking_join_vs_complete", || {
+        let q = ManualQueue::new();
+        let h = spawn(&q, async { 9u32 });
+        let q2 = q.clone();
+        let runner = thread::spawn(move || q2.run_all());
+        // Nothing to help with on this thread: the runner takes the task (the wait parks once
+        // the queue looks empty).
+        while !q.is_empty() {
+            thread::yield_now();
+        }
+        assert_eq!(h.join().unwrap(), 9);
+        runner.join().unwrap();
         assert_eq!(q.live(), 0);
     });
 }

@@ -1,29 +1,28 @@
 //! Closures on the blocking pool: one allocation per call (a `Job`) holding the task header,
 //! the closure, and a one-shot result slot that a thread can join or a future can await.
 //!
-//! # The one-shot protocol (`Shared::state`)
-//! * `COMPLETE`: the output is written; set once by the completing side (run or cancel), after
-//!   which that side never touches `out` again.
-//! * `WAKER_SET`: the `waker` cell holds the awaiting task's waker and belongs to the
-//!   completing side, which takes it when it sets `COMPLETE`. The handle writes the cell only
-//!   while the bit is clear: to replace its waker it first clears the bit with a
-//!   compare-and-swap, which fails once `COMPLETE` is set (then it reads the output instead).
-//!
-//! So exactly one side reads the waker cell at a time, a completion that races with a
-//! registration is seen by one of them (`fetch_or` on both sides), and no wake-up is lost.
-//! `refs` (2: the task side and the handle) frees the job when both are done with it.
+//! # Completion
+//! The job completes through a [`Signal`], the crate's one completion primitive (`latch.rs`):
+//! the completing side (run or cancel) writes the output, then sets the signal, after which it
+//! never touches `out` again. The handle is the signal's one waiter: an `.await` registers (or
+//! replaces) its waker in it, a blocking `join` parks on a parker of its own until it is set.
+//! The signal's protocol decides who touches the waker, so a completion that races with a
+//! registration is seen by one of them and no wake-up is lost (`tests/loom_signal.rs`).
+//! `refs` (2: the task side and the handle) frees the job when both are done with it, so the
+//! signal outlives the setter's last access even when the handle returns at SETTING.
 
 use core::ffi::c_uint;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
-use core::task::{Context, Poll, Waker};
+use core::task::{Context, Poll};
 
 use alloc::boxed::Box;
 
 use super::BlockingTask;
-use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
+use crate::latch::Signal;
+use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
 
 /// Why a [`BlockingHandle`] has no value.
@@ -63,17 +62,12 @@ impl fmt::Display for BlockingJoinError {
 #[cfg(feature = "std")]
 impl std::error::Error for BlockingJoinError {}
 
-/// The output is written.
-const COMPLETE: usize = 0b01;
-/// The waker cell holds a waker that the completing side will take.
-const WAKER_SET: usize = 0b10;
-
 /// The part of a job the handle uses (independent of the closure type).
 struct Shared<T> {
-    state: AtomicUsize,
+    /// Set once `out` is written (module docs).
+    done: Signal,
     refs: AtomicUsize,
     out: UnsafeCell<Option<Result<T, BlockingJoinError>>>,
-    waker: UnsafeCell<Option<Waker>>,
 }
 
 /// One `spawn_blocking` call. `header` first (repr(C)): the task pointer is the job pointer.
@@ -106,9 +100,9 @@ pub struct BlockingHandle<T> {
 }
 
 // SAFETY: the handle only moves a `T` out (to whoever owns it), so `T: Send` suffices; the
-// shared state is synchronised by `state` and `refs`.
+// shared state is synchronised by `done` and `refs`.
 unsafe impl<T: Send> Send for BlockingHandle<T> {}
-// SAFETY: `&self` methods only load `state`.
+// SAFETY: `&self` methods only load the signal's state.
 unsafe impl<T: Send> Sync for BlockingHandle<T> {}
 
 impl<T> fmt::Debug for BlockingHandle<T> {
@@ -125,12 +119,7 @@ where
 {
     let mut header = BlockingTask::new(run::<F, T>).with_cancel(cancel::<F, T>);
     header.flags = flags;
-    let shared = Shared {
-        state: AtomicUsize::new(0),
-        refs: AtomicUsize::new(2),
-        out: UnsafeCell::new(None),
-        waker: UnsafeCell::new(None),
-    };
+    let shared = Shared { done: Signal::new(), refs: AtomicUsize::new(2), out: UnsafeCell::new(None) };
     let job = Box::into_raw(Box::new(Job { header, shared, f: UnsafeCell::new(Some(f)) }));
     // SAFETY: `job` is a fresh, non-null allocation; `addr_of_mut!` creates no reference.
     let (job, shared) = unsafe { (NonNull::new_unchecked(job), NonNull::new_unchecked(ptr::addr_of_mut!((*job).shared))) };
@@ -157,7 +146,8 @@ impl<T> BlockingHandle<T> {
     /// # }
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.shared().state.load(Ordering::Acquire) & COMPLETE != 0
+        // Acquire (in `is_setting`): the output is visible once it returns true.
+        self.shared().done.is_setting()
     }
 
     /// Releases the task side's reference for a job that was never queued.
@@ -170,12 +160,12 @@ impl<T> BlockingHandle<T> {
         debug_assert_eq!(prev, 2);
     }
 
-    /// Takes the output after COMPLETE was seen (Acquire).
+    /// Takes the output after the signal was seen set or being set (Acquire).
     fn take_output(&mut self) -> Result<T, BlockingJoinError> {
         assert!(!self.taken, "BlockingHandle polled again after it returned its result");
         self.taken = true;
-        // SAFETY: COMPLETE was seen with Acquire, so the output is written and the completing
-        // side never touches `out` again; the handle is the only reader.
+        // SAFETY: the signal was seen (being) set with Acquire, so the output is written and
+        // the completing side never touches `out` again; the handle is the only reader.
         let out = self.shared().out.with_mut(|p| unsafe { (*p).take() });
         out.unwrap_or(Err(BlockingJoinError::Cancelled))
     }
@@ -198,26 +188,13 @@ impl<T> BlockingHandle<T> {
     /// ```
     #[cfg(feature = "std")]
     pub fn join(mut self) -> Result<T, BlockingJoinError> {
-        if self.is_finished() {
-            return self.take_output();
+        let done = &self.shared().done;
+        if !done.is_setting() {
+            // Parks until SET: the parker lives in this frame, and SET is the setter's last
+            // access to it (`Signal::park_until_set`).
+            done.park_until_set(&crate::os::DefaultParker::default());
         }
-        struct Unparker(std::thread::Thread);
-        impl std::task::Wake for Unparker {
-            fn wake(self: std::sync::Arc<Self>) {
-                self.0.unpark();
-            }
-            fn wake_by_ref(self: &std::sync::Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(std::sync::Arc::new(Unparker(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        loop {
-            if let Poll::Ready(out) = Pin::new(&mut self).poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
+        self.take_output()
     }
 }
 
@@ -226,36 +203,24 @@ impl<T> Future for BlockingHandle<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let shared = this.shared();
-        let state = shared.state.load(Ordering::Acquire);
-        if state & COMPLETE != 0 {
-            return Poll::Ready(this.take_output());
+        let done = &this.shared().done;
+        // SAFETY: the handle is the signal's one waiter (`poll` takes it by `&mut`, `join` by
+        // value). A false return means the signal is being set or set: the output is written
+        // (Acquire), and the job's references keep the signal alive for the setter.
+        if !done.is_setting() && unsafe { done.register(cx.waker()) } {
+            return Poll::Pending;
         }
-        if state & WAKER_SET != 0 {
-            // Take the cell back to replace the waker. Only COMPLETE can change meanwhile, and
-            // then the completing side owns the cell: read the output instead.
-            if shared.state.compare_exchange(state, state & !WAKER_SET, Ordering::AcqRel, Ordering::Acquire).is_err() {
-                return Poll::Ready(this.take_output());
-            }
-        }
-        let waker = cx.waker().clone();
-        // SAFETY: WAKER_SET is clear, so the completing side does not touch the cell.
-        shared.waker.with_mut(|p| unsafe { *p = Some(waker) });
-        // AcqRel: Release publishes the waker to the completing side; Acquire (if COMPLETE was
-        // already set) makes the output visible.
-        if shared.state.fetch_or(WAKER_SET, Ordering::AcqRel) & COMPLETE != 0 {
-            return Poll::Ready(this.take_output());
-        }
-        Poll::Pending
+        Poll::Ready(this.take_output())
     }
 }
 
 impl<T> Drop for BlockingHandle<T> {
     fn drop(&mut self) {
-        // Release / Acquire: the usual reference-count pairing, so the last owner sees every
-        // access of the other before freeing.
-        if self.shared().refs.fetch_sub(1, Ordering::Release) == 1 {
-            fence(Ordering::Acquire);
+        // AcqRel: the usual reference-count pairing, so the last owner sees every access of
+        // the other before freeing. One AcqRel RMW rather than Release plus an Acquire fence on
+        // the last: one job per call, so the difference costs nothing, and ThreadSanitizer
+        // (which does not model fences) sees the pairing.
+        if self.shared().refs.fetch_sub(1, Ordering::AcqRel) == 1 {
             // SAFETY: the last reference: nobody else touches the job.
             unsafe { (self.free)(self.job) };
         }
@@ -299,7 +264,7 @@ where
     unsafe { complete(job, Err(BlockingJoinError::Cancelled)) };
 }
 
-/// Writes the output, sets COMPLETE, wakes the awaiting task if one registered, and releases
+/// Writes the output, sets the signal (which wakes the waiter if one registered), and releases
 /// the task side's reference.
 ///
 /// # Safety
@@ -307,19 +272,13 @@ where
 unsafe fn complete<F, T>(job: *mut Job<F, T>, out: Result<T, BlockingJoinError>) {
     // SAFETY: the caller's contract.
     let shared = unsafe { &(*job).shared };
-    // SAFETY: COMPLETE is not set yet, so the handle does not read `out`.
+    // SAFETY: the signal is not set yet, so the handle does not read `out`.
     shared.out.with_mut(|p| unsafe { *p = Some(out) });
-    // AcqRel: Release publishes the output; Acquire sees the waker the handle stored.
-    let prev = shared.state.fetch_or(COMPLETE, Ordering::AcqRel);
-    if prev & WAKER_SET != 0 {
-        // SAFETY: WAKER_SET was set when COMPLETE went in, so the cell is ours (module docs).
-        let waker = shared.waker.with_mut(|p| unsafe { (*p).take() });
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-    if shared.refs.fetch_sub(1, Ordering::Release) == 1 {
-        fence(Ordering::Acquire);
+    // SAFETY: the job's one completion. Its Release publishes the output; our reference keeps
+    // the signal alive through its last access.
+    unsafe { shared.done.set() };
+    // AcqRel: as in the handle's `drop`.
+    if shared.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
         // SAFETY: the last reference (the handle is gone); the job came from Box::into_raw.
         drop(unsafe { Box::from_raw(job) });
     }

@@ -104,7 +104,7 @@ impl Ring {
     /// # Safety
     /// Called by the owning worker only; `task` is exclusively the caller's (submission contract).
     ///
-    /// Always inlined (it is on the yield path, inside `raw::run`); a full ring is
+    /// Always inlined (it is on the yield path, inside `harness::run`); a full ring is
     /// `push_full`'s, out of line.
     #[inline(always)]
     pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {

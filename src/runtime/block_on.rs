@@ -136,10 +136,13 @@ impl<P: Parker> Waiter<P> {
     /// # Safety
     /// The caller gives back one reference and does not use it again.
     unsafe fn release(this: NonNull<Self>) {
-        // Release + Acquire fence on the last, as `Arc`.
+        // Release, and on the last an Acquire load of the count (which only RMWs change: it
+        // reads our decrement, in the release sequence of every earlier one), as `Arc`'s fence;
+        // a load so that ThreadSanitizer, which does not model fences, sees the pairing.
         // SAFETY: our reference keeps it alive until the decrement.
-        if unsafe { this.as_ref() }.refs.fetch_sub(1, Ordering::Release) == 1 {
-            crate::sync::fence(Ordering::Acquire);
+        let refs = &unsafe { this.as_ref() }.refs;
+        if refs.fetch_sub(1, Ordering::Release) == 1 {
+            let _ = refs.load(Ordering::Acquire);
             // SAFETY: the last reference; allocated as a Box in `block_on`.
             drop(unsafe { Box::from_raw(this.as_ptr()) });
         }

@@ -2,12 +2,15 @@
 //! `yield_now`, a channel it both sends to and receives from) costs a thread-local write instead
 //! of a read-modify-write on its state word (`std` only: it needs thread-locals).
 //!
-//! One thread-local word: the header of the task being polled, with bit 0 set once that task
-//! woke itself by reference. `raw::run` saves the old word and installs its task before the
-//! poll, and restores the old word after it (polls nest when a task helps in a blocking `join`:
-//! the inner poll has its own word, and the outer one gets its own back). `wake_by_ref` on the
-//! task in the word sets bit 0 and returns; `after_pending` then re-queues the task (still
-//! `RUNNING`, with no RMW: see `raw.rs`).
+//! One thread-local word: the address of the task being polled, with bit 0 set once that task
+//! woke itself by reference. The harness's `run` saves the old word and installs its task
+//! before the poll, and restores the old word after it (polls nest when a task helps in a
+//! blocking `join`: the inner poll has its own word, and the outer one gets its own back).
+//! `wake_by_ref` on the task in the word sets bit 0 and returns; `after_pending` then re-queues
+//! the task (still `RUNNING`, with no RMW: see `state.rs`).
+//!
+//! A leaf of the runtime: it knows a task only as an address (`NonNull<()>`, the task's
+//! header), so the harness and the waker depend on it and it on nothing of theirs.
 //!
 //! Why this is enough: the word names the task only while this thread holds its `RUNNING`
 //! (between `run`, which claims it, and `after_pending`), and only this thread reads or
@@ -17,8 +20,6 @@
 
 use core::cell::Cell;
 use core::ptr::NonNull;
-
-use super::raw::Header;
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -34,11 +35,11 @@ loom::thread_local! {
 
 const SELF_WOKEN: usize = 1;
 
-/// The word to restore after the poll of `header`, which is installed now.
+/// The word to restore after the poll of `task`, which is installed now.
 #[inline]
-pub(super) fn enter(header: NonNull<Header>) -> usize {
+pub(super) fn enter(task: NonNull<()>) -> usize {
     // Exposed: `polling` turns the word back into a pointer.
-    POLLING.with(|w| w.replace(header.as_ptr().expose_provenance()))
+    POLLING.with(|w| w.replace(task.as_ptr().expose_provenance()))
 }
 
 /// Ends the poll `enter` began (restoring `saved`); whether the task woke itself meanwhile.
@@ -47,21 +48,13 @@ pub(super) fn exit(saved: usize) -> bool {
     POLLING.with(|w| w.replace(saved)) & SELF_WOKEN != 0
 }
 
-/// `wake_self` for a waker that may be one of ours (`yield_now`): true if it is this thread's
-/// polled task's own waker, whose self-wake is now recorded.
+/// If `task` is the task this thread is polling, records its self-wake and returns true.
 #[inline]
-pub(super) fn wake_self_by_waker(waker: &core::task::Waker) -> bool {
-    core::ptr::eq(waker.vtable(), &super::raw::WAKER_VTABLE)
-        && NonNull::new(waker.data().cast_mut().cast::<Header>()).is_some_and(wake_self)
-}
-
-/// If `header` is the task this thread is polling, records its self-wake and returns true.
-#[inline]
-pub(super) fn wake_self(header: NonNull<Header>) -> bool {
+pub(super) fn wake_self(task: NonNull<()>) -> bool {
     POLLING
         .try_with(|w| {
             let word = w.get();
-            if word & !SELF_WOKEN == header.as_ptr() as usize {
+            if word & !SELF_WOKEN == task.as_ptr() as usize {
                 w.set(word | SELF_WOKEN);
                 return true;
             }
@@ -72,8 +65,8 @@ pub(super) fn wake_self(header: NonNull<Header>) -> bool {
 
 /// The task this thread is polling, if any (a timer binds to its pool, `crate::time`).
 #[inline]
-pub(crate) fn polling() -> Option<NonNull<Header>> {
+pub(crate) fn polling() -> Option<NonNull<()>> {
     // The word holds an address exposed by `enter` (a plain integer keeps the yield path's
     // self-wake test a compare and an or): take that provenance back.
-    POLLING.try_with(|w| NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(w.get() & !SELF_WOKEN))).ok().flatten()
+    POLLING.try_with(|w| NonNull::new(core::ptr::with_exposed_provenance_mut::<()>(w.get() & !SELF_WOKEN))).ok().flatten()
 }

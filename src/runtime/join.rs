@@ -1,6 +1,9 @@
-//! [`JoinHandle`]: the owner's end of a spawned future, and [`JoinError`].
+//! [`JoinHandle`]: the owner's end of a spawned future. It waits on the task's join signal,
+//! the crate's one completion primitive ([`Signal`](crate::Signal), `latch.rs`): an `.await`
+//! registers (or replaces) the awaiting task's waker in it, a blocking [`JoinHandle::join`]
+//! waits on it as a fork-join half or a latch is waited on (help-until-complete on a worker,
+//! park elsewhere). Every change of the task's state word is a transition in `state.rs`.
 
-use core::any::Any;
 use core::fmt;
 use core::future::Future;
 use core::marker::PhantomData;
@@ -8,109 +11,9 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll};
 
-use alloc::boxed::Box;
-
-use super::raw::{self, Header, JoinWaiter};
-
-/// Why a task produced no output: it was cancelled ([`JoinHandle::abort`], or the pool shut
-/// down or refused it before it finished), or its future panicked (`std` only; without `std` a
-/// panic in a task aborts).
-///
-/// ```
-/// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
-/// let err = pool.spawn_future(async { panic!("boom") }).unwrap().join().unwrap_err();
-/// assert!(err.is_panic() && !err.is_cancelled());
-/// assert_eq!(err.to_string(), "task panicked");
-/// # }
-/// ```
-pub struct JoinError {
-    repr: Repr,
-}
-
-enum Repr {
-    Cancelled,
-    Panic(Box<dyn Any + Send + 'static>),
-}
-
-impl JoinError {
-    pub(crate) fn cancelled() -> Self {
-        Self { repr: Repr::Cancelled }
-    }
-
-    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> Self {
-        Self { repr: Repr::Panic(payload) }
-    }
-
-    /// The task was cancelled before it completed.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
-    /// let handle = pool.spawn_future(std::future::pending::<()>()).unwrap(); // never completes
-    /// handle.abort();
-    /// assert!(handle.join().unwrap_err().is_cancelled());
-    /// # }
-    /// ```
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled)
-    }
-
-    /// The task's future panicked.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
-    /// let result = pool.block_on(pool.spawn_future(async { panic!("boom") }).unwrap());
-    /// assert!(result.unwrap_err().is_panic());
-    /// # }
-    /// ```
-    pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panic(_))
-    }
-
-    /// The panic payload (for `std::panic::resume_unwind`), or the error back if it was a
-    /// cancellation.
-    ///
-    /// # Errors
-    /// `self` when the task was cancelled rather than panicked.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
-    /// let err = pool.spawn_future(async { std::panic::panic_any(7u32) }).unwrap().join().unwrap_err();
-    /// let payload = err.try_into_panic().unwrap(); // or std::panic::resume_unwind(payload)
-    /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));
-    /// # }
-    /// ```
-    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        match self.repr {
-            Repr::Panic(payload) => Ok(payload),
-            Repr::Cancelled => Err(self),
-        }
-    }
-}
-
-impl fmt::Debug for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.repr {
-            Repr::Cancelled => f.write_str("JoinError::Cancelled"),
-            Repr::Panic(_) => f.write_str("JoinError::Panic(..)"),
-        }
-    }
-}
-
-impl fmt::Display for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.repr {
-            Repr::Cancelled => f.write_str("task was cancelled"),
-            Repr::Panic(_) => f.write_str("task panicked"),
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for JoinError {}
+use super::error::JoinError;
+use super::header::Header;
+use super::state::{TransitionToCancelled, TransitionToJoinHandleDropped};
 
 /// The owner's end of a spawned future: await it (it is a `Future`), or [`join`](Self::join)
 /// it from synchronous code, or [`abort`](Self::abort) it. Dropping it detaches the task: it
@@ -167,10 +70,15 @@ impl<T> JoinHandle<T> {
     /// # }
     /// ```
     pub fn join(self) -> Result<T, JoinError> {
-        // SAFETY: we are the JoinHandle.
-        unsafe { raw::join_blocking(self.header) };
-        // SAFETY: complete (join_blocking returns only then), and T is the output type.
-        unsafe { raw::read_output_into::<T>(self.header) }
+        let header = self.header;
+        if !Header::is_complete(header) {
+            // SAFETY: the JoinHandle's reference keeps the header alive; we are the join
+            // signal's one waiter. The wait returns once the signal is set.
+            unsafe { (header.as_ref().vtable.wait)(header) };
+        }
+        debug_assert!(Header::is_complete(header));
+        // SAFETY: complete (seen with Acquire, or the signal set), and T is the output type.
+        unsafe { read_output_into::<T>(header) }
     }
 
     /// Cancels the task unless it has completed. An idle task's future is dropped right here;
@@ -189,8 +97,14 @@ impl<T> JoinHandle<T> {
     /// # }
     /// ```
     pub fn abort(&self) {
-        // SAFETY: we are the JoinHandle.
-        unsafe { raw::abort(self.header) }
+        let header = self.header;
+        // SAFETY: the JoinHandle's reference keeps the header alive.
+        let h = unsafe { header.as_ref() };
+        match h.state.transition_to_cancelled() {
+            // SAFETY: we claimed RUNNING on the idle task.
+            TransitionToCancelled::CancelIdle => unsafe { (h.vtable.cancel_claimed)(header) },
+            TransitionToCancelled::DoNothing => {}
+        }
     }
 
     /// Whether the task has completed (its output, or error, is ready).
@@ -216,25 +130,55 @@ impl<T> Future for JoinHandle<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let header = self.header;
         if !Header::is_complete(header) {
-            // SAFETY: we are the JoinHandle.
-            if unsafe { raw::register_join_waiter(header, JoinWaiter::Waker(cx.waker().clone())) } {
+            // SAFETY: the JoinHandle's reference keeps the header alive; we are the join
+            // signal's one waiter (a `&mut` poll, or `join`, which takes the handle).
+            if unsafe { header.as_ref().join.register(cx.waker()) } {
                 return Poll::Pending;
             }
         }
-        // SAFETY: complete (seen with Acquire), and T is the output type.
-        Poll::Ready(unsafe { raw::read_output_into::<T>(header) })
+        // SAFETY: complete (seen with Acquire), or the signal is being set (Acquire: the
+        // output was stored before), and T is the output type.
+        Poll::Ready(unsafe { read_output_into::<T>(header) })
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        // SAFETY: once, by the JoinHandle.
-        unsafe { raw::drop_join_handle(self.header) }
+        let header = self.header;
+        // SAFETY: the JoinHandle's reference keeps the header alive.
+        let h = unsafe { header.as_ref() };
+        match h.state.transition_to_join_handle_dropped() {
+            // SAFETY: complete and JOIN_INTEREST still ours: the output is ours to drop; then
+            // our reference, once.
+            TransitionToJoinHandleDropped::DropOutput => unsafe {
+                (h.vtable.drop_output)(header);
+                Header::ref_dec(header);
+            },
+            TransitionToJoinHandleDropped::Detached => {}
+            // Idle, no waker anywhere: it can never run again.
+            // SAFETY: the last reference, seen with Acquire.
+            TransitionToJoinHandleDropped::Dealloc => unsafe { (h.vtable.dealloc)(header) },
+        }
     }
 }
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle").field("state", &Header::state(self.header)).finish()
+    }
+}
+
+/// Moves the output out (the task is complete).
+///
+/// # Safety
+/// Called by the JoinHandle after it saw COMPLETE or the join signal set (Acquire); `T` is
+/// the future's output type.
+unsafe fn read_output_into<T>(header: NonNull<Header>) -> Result<T, JoinError> {
+    let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
+    // SAFETY: the JoinHandle's reference; the vtable matches the allocation; `T` matches.
+    unsafe { (header.as_ref().vtable.read_output)(header, core::ptr::addr_of_mut!(out).cast::<()>()) };
+    match out {
+        Poll::Ready(result) => result,
+        Poll::Pending => unreachable!("read_output wrote nothing"),
     }
 }

@@ -1,10 +1,10 @@
 //! Internals for the loom models in `tests/loom_runtime.rs` (only under `--cfg loom`; not API).
 //!
-//! The models check the task state machine (`raw.rs`) itself, not the pool: a [`ManualQueue`]
+//! The models check the task state machine (`state.rs`, driven by `harness.rs`) itself, not the pool: a [`ManualQueue`]
 //! is a [`Schedule`] whose queue the model's threads drain by hand (`run_one`), so each model
 //! chooses which thread polls, wakes, aborts or drops the handle, and loom explores the
 //! interleavings of exactly those operations on the real state word, join slot and stage
-//! (loom's `UnsafeCell` reports any access the ownership rules in `raw.rs` do not order).
+//! (loom's `UnsafeCell` reports any access the ownership rules in `header.rs` do not order).
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub, clippy::missing_safety_doc)]
 
 extern crate std;
@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 
-use super::raw::{self, Header, Schedule};
+use super::header::{Header, Schedule};
+use super::{harness, waker};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::task::Task;
@@ -106,12 +107,16 @@ unsafe impl Schedule for ManualQueue {
         unsafe { sched.cast::<ManualQueue>().as_ref() }.closed.load(Ordering::Acquire)
     }
 
+    /// Helps while there is queued work, then parks until the signal is set (so a model's
+    /// blocking `join` registers a parker in the join signal, as a pool's wait does; another
+    /// thread of the model must then run the task).
     unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
         // SAFETY: as above.
         let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
         while !signal.is_set() {
             if !q.run_one() {
-                loom::thread::yield_now();
+                signal.park_until_set(&crate::loom_support::LoomParker::default());
+                return;
             }
         }
     }
@@ -133,7 +138,7 @@ where
 {
     q.live.fetch_add(1, Ordering::Relaxed);
     let sched = NonNull::new(Arc::into_raw(q.clone()).cast_mut()).unwrap().cast::<()>();
-    let header = raw::allocate::<F, ManualQueue>(future, sched);
+    let header = harness::allocate::<F, ManualQueue>(future, sched);
     // SAFETY: a fresh task: SCHEDULED with the queue's reference.
     unsafe { ManualQueue::schedule(sched, Header::task(header), true) }.unwrap();
     // SAFETY: output type F::Output; the handle takes the handle's reference.
@@ -144,5 +149,5 @@ where
 /// without a poll having handed out a waker).
 pub fn waker_of<T>(handle: &JoinHandle<T>) -> Waker {
     // SAFETY: the handle holds a reference for the call; the waker takes its own.
-    unsafe { raw::waker(handle.header()) }
+    unsafe { waker::waker(handle.header()) }
 }

@@ -33,12 +33,13 @@
 //! ```
 //!
 //! # A task
-//! One allocation per spawn (`raw.rs`): a header — the pool's intrusive [`Task`](crate::Task)
-//! first, then a packed atomic state word, a vtable, the pool pointer and the join slot —
+//! One allocation per spawn (`header.rs`): a header — the pool's intrusive [`Task`](crate::Task)
+//! first, then a packed atomic state word, a vtable, the pool pointer and the join signal —
 //! followed by the future, replaced in place by its output when it completes. The pool runs the
-//! task by calling the header's callback, which polls the future once. The state word
-//! (`state.rs`) packs SCHEDULED, RUNNING, NOTIFIED, COMPLETE, CANCELLED, JOIN_INTEREST,
-//! JOIN_WAKER and a reference count; every transition is one read-modify-write:
+//! task by calling the header's callback (`harness.rs`), which polls the future once. The
+//! state word (`state.rs`) packs SCHEDULED, RUNNING, NOTIFIED, COMPLETE, CANCELLED,
+//! JOIN_INTEREST and a reference count; every transition is one read-modify-write, a method on
+//! the state type that returns what its caller must do next:
 //!
 //! ```text
 //!             wake (idle): +SCHEDULED, +1 ref (the queue's)
@@ -49,7 +50,7 @@
 //!    +-------------------------------------------------------  RUNNING --wake--> RUNNING+NOTIFIED
 //!                                                                   |                 |
 //!       poll Pending + NOTIFIED: -RUNNING -NOTIFIED +SCHEDULED, re-queued at the back <-+
-//!       poll Ready / cancelled:  RUNNING -> COMPLETE (xor), wake the join waiter, -1 ref
+//!       poll Ready / cancelled:  RUNNING -> COMPLETE (xor), set the join signal, -1 ref
 //! ```
 //! * A task is queued at most once however many times it is woken: only the wake that finds
 //!   it idle sets SCHEDULED; a wake during a poll sets NOTIFIED and the poller re-queues it.
@@ -59,6 +60,9 @@
 //!   with `std`: a thread-local bit that the end of the poll reads (`current.rs`).
 //! * The `JoinHandle` holds a reference and JOIN_INTEREST. It owns the output once COMPLETE;
 //!   dropped first, it detaches and the completing thread drops the output instead.
+//! * The join signal is the crate's one completion primitive ([`Signal`](crate::Signal), with
+//!   its waker slot), the same as fork-join halves, latches and blocking-pool handles use: the
+//!   completing thread sets it; the `JoinHandle` is its one waiter.
 //! * [`JoinHandle::abort`]: an idle task is cancelled on the calling thread (it claims RUNNING
 //!   and drops the future), a queued or running one by the thread that runs it.
 //!
@@ -89,10 +93,18 @@
 //!   pool's `Sync`-word protocol, which has no lost wake-up (`scheduler/README.md`). No flag.
 //!
 //! # Waiting
-//! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join slot.
-//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on a
-//!   [`Signal`](crate::Signal) put in the join slot: the worker runs other tasks, typically the
-//!   joined task itself from its LIFO slot); elsewhere, spins briefly then parks.
+//! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join signal (a
+//!   later poll with another waker replaces it).
+//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on the
+//!   task's join signal: the worker runs other tasks, typically the joined task itself from its
+//!   LIFO slot, and registers its parker in the signal only before it sleeps); elsewhere, spins
+//!   briefly then parks.
+//!
+//! # Modules, top-down (each uses only those below it)
+//! `pool` (spawn, the pool's `Schedule`), `block_on`, `join` (`JoinHandle`) → `harness` (run,
+//! complete, the vtable's entries, `allocate`) → `waker` → `header` (the allocation, `Vtable`,
+//! `Schedule`) → `state` (the word and its transitions), `error` (`JoinError`), `current` (the
+//! polled task's thread-local).
 //! * [`ThreadPool::block_on`]: polls on the calling thread, spins briefly then parks on a parker
 //!   from the platform between polls.
 //!
@@ -113,13 +125,17 @@
 //! [`JoinError::is_panic`]. Without `std`, a panic in a task aborts (the pool's callbacks are
 //! `extern "C"`).
 
+// Top-down: each module uses only those below it.
 mod block_on;
+mod pool;
+mod join;
+mod harness;
+mod waker;
+mod header;
+mod state;
+mod error;
 #[cfg(feature = "std")]
 mod current;
-mod join;
-mod pool;
-mod raw;
-mod state;
 
 #[cfg(loom)]
 #[doc(hidden)]
@@ -129,7 +145,8 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-pub use join::{JoinError, JoinHandle};
+pub use error::JoinError;
+pub use join::JoinHandle;
 pub(crate) use pool::{release_pool, PoolRuntime};
 pub use pool::RuntimeStats;
 
@@ -141,17 +158,14 @@ use crate::ThreadPool;
 /// ours.
 pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::time::TimerHandle> {
     #[cfg(feature = "std")]
-    if let Some(header) = current::polling() {
-        // SAFETY: the task being polled on this thread is live for the whole poll.
-        return unsafe { raw::Header::timers(header) };
+    if let Some(task) = current::polling() {
+        // SAFETY: the task being polled on this thread (a task header) is live for the whole
+        // poll.
+        return unsafe { header::Header::timers(task.cast()) };
     }
-    let waker = waker?;
-    if !core::ptr::eq(waker.vtable(), &raw::WAKER_VTABLE) {
-        return None;
-    }
-    let header = core::ptr::NonNull::new(waker.data().cast_mut().cast::<raw::Header>())?;
+    let header = waker::header_of(waker?)?;
     // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
-    unsafe { raw::Header::timers(header) }
+    unsafe { header::Header::timers(header) }
 }
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its
@@ -212,7 +226,7 @@ impl Future for YieldNow {
         // Our own task waking itself: set the thread-local bit directly, without the waker's
         // vtable call (the same as `wake_by_ref` would do, `current.rs`).
         #[cfg(feature = "std")]
-        if current::wake_self_by_waker(cx.waker()) {
+        if waker::wake_self_by_waker(cx.waker()) {
             return Poll::Pending;
         }
         cx.waker().wake_by_ref();

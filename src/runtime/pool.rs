@@ -19,12 +19,13 @@ use core::ptr::NonNull;
 
 use alloc::boxed::Box;
 
-use super::raw::{self, Header, Schedule};
+use super::harness;
+use super::header::{Header, Schedule};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::platform::Spawner;
 use crate::scheduler::{Error, Inner, ThreadPool};
-use crate::sync::{fence, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicUsize, CachePadded, Ordering};
 use crate::task::Task;
 
 /// Spins before a thread outside the pool parks in `JoinHandle::join`. 0, as `block_on`'s:
@@ -65,10 +66,12 @@ impl PoolRuntime {
     /// The handle's drop calls this after shutdown has joined every thread.
     #[inline]
     pub(crate) fn release(&self) -> bool {
-        // Release + Acquire fence on the last, as `Arc`: everything any owner did happens
-        // before the free.
+        // Release, and on the last an Acquire load of the count, as `Arc`'s fence: everything
+        // any owner did happens before the free (the count changes only by RMWs, so the load,
+        // reading our decrement, synchronises with every earlier one). A load so that
+        // ThreadSanitizer, which does not model fences, sees the pairing.
         if self.refs.fetch_sub(1, Ordering::Release) == 1 {
-            fence(Ordering::Acquire);
+            let _ = self.refs.load(Ordering::Acquire);
             return true;
         }
         false
@@ -132,7 +135,7 @@ impl<S: Spawner> ThreadPool<S> {
         // may free `Inner` through it (`PoolScheduler::release`), which a shared reference's
         // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
         // wake_after_pool_dropped).
-        let header = raw::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
+        let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.runtime.acquire();
         let task = Header::task(header);
         // As `submit_lifo`, with the spawn counted on the same worker lookup.
@@ -155,7 +158,7 @@ impl<S: Spawner> ThreadPool<S> {
             Err(e) => {
                 // SAFETY: refused, so never queued: still only ours. Frees the task and its
                 // pool reference.
-                unsafe { raw::dealloc_unqueued(header) };
+                unsafe { Header::dealloc_unqueued(header) };
                 Err(e)
             }
         }
@@ -240,7 +243,7 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
     // progress (`scheduler/README.md`, "Self-requeued tasks"), and the busy path of every
     // yield has no `notify` fence.
     //
-    // Always inlined: that re-queue runs inside `raw::run`, and a call here cost ~20
+    // Always inlined: that re-queue runs inside `harness::run`, and a call here cost ~20
     // instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
     // Everything else is `schedule_slow`.
     #[inline(always)]

@@ -51,7 +51,7 @@ impl<S: Spawner> Inner<S> {
     /// miss the job, which costs parallelism but never progress, since the pushing worker takes
     /// its job back itself (README, "Join jobs").
     ///
-    /// Always inlined: it is on the yield path (`raw::run`'s re-queue). It calls `notify_slow`
+    /// Always inlined: it is on the yield path (`harness::run`'s re-queue). It calls `notify_slow`
     /// directly: `notify`'s fast path (notified, nobody to wake) cannot apply when
     /// `wants_join_work` saw somebody to wake.
     #[inline(always)]

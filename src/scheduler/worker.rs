@@ -218,9 +218,9 @@ impl<S: Spawner> Inner<S> {
             }
             registered = true;
             let until = until.expect("a wait has a signal");
-            // SAFETY: we are the only waiter, registered once; a worker's parker lives until
-            // the pool is dropped.
-            unsafe { until.signal.register(crate::latch::Waiter::new(&me.parker)) }
+            // SAFETY: we are the signal's only waiter; a worker's parker lives until the pool
+            // is dropped.
+            unsafe { until.signal.register(&crate::latch::parker_waker(&me.parker)) }
         };
         let mut is_waking = false;
         let mut draining = false;
