@@ -17,105 +17,22 @@
 //! with our pool, and with our pool and its I/O driver installed (one worker blocked in
 //! `epoll_wait`), as BENCH.md's `idle_cpu`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
-const CONNECTIONS: usize = 64;
-const MESSAGE: usize = 64;
-
-/// The client: 64 connections on a current-thread tokio runtime, on its own thread. Returns
-/// seconds for all the round trips.
-fn drive(addr: SocketAddr, round_trips: usize) -> f64 {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("client runtime");
-        rt.block_on(async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut streams = Vec::new();
-            for _ in 0..CONNECTIONS {
-                let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-                s.set_nodelay(true).expect("nodelay");
-                streams.push(s);
-            }
-            let start = Instant::now();
-            let tasks: Vec<_> = streams
-                .into_iter()
-                .map(|mut s| {
-                    tokio::spawn(async move {
-                        let msg = [7u8; MESSAGE];
-                        let mut back = [0u8; MESSAGE];
-                        for _ in 0..round_trips {
-                            s.write_all(&msg).await.expect("write");
-                            s.read_exact(&mut back).await.expect("read");
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.expect("client task");
-            }
-            start.elapsed().as_secs_f64()
-        })
-    })
-    .join()
-    .expect("client thread")
-}
+#[allow(dead_code)]
+#[path = "../src/echo_serve.rs"]
+mod echo_serve;
+use echo_serve::{drive, serve_ours, serve_tokio, CONNECTIONS};
 
 fn ours(threads: usize, round_trips: usize) -> (f64, String) {
-    let spins = std::env::var("ECHO_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(pool::DEFAULT_IDLE_SPINS);
-    let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: threads, idle_spins: spins, ..Default::default() }).expect("pool"));
-    let net = pool::net::Net::install(&pool).expect("net");
-    let listener = pool::net::TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let p = pool.clone();
-    pool.spawn_future(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            let _ = s.set_nodelay(true);
-            p.spawn_future(async move {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if s.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            })
-            .expect("spawn");
-        }
-    })
-    .expect("spawn");
+    let (pool, _net, addr) = serve_ours(threads);
     let secs = drive(addr, round_trips);
     let s = pool.stats();
     (secs, format!("parks {} polled {} steals {}", s.parks, s.polled, s.steals))
 }
 
 fn tokio(threads: usize, round_trips: usize) -> (f64, String) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_io().build().expect("tokio");
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    rt.spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        while let Ok((mut s, _)) = listener.accept().await {
-            let _ = s.set_nodelay(true);
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if s.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            });
-        }
-    });
+    let (rt, addr) = serve_tokio(threads);
     let secs = drive(addr, round_trips);
     drop(rt);
     (secs, String::new())

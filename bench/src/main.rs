@@ -16,6 +16,7 @@ mod blocking_pool;
 mod c_spawn;
 mod common;
 mod echo;
+mod echo_serve;
 mod forkjoin;
 mod ours;
 mod peers;
