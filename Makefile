@@ -113,7 +113,7 @@ TSAN_SCALE ?= 0.05
 test-tsan: tool-nightly
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" POOL_STRESS_SCALE=$(TSAN_SCALE) \
 	  $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
-	  --release --test stress --test faults --test latch --test context
+	  --release --test stress --test faults --test latch --test context --test runtime --test blocking
 
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
