@@ -8,7 +8,7 @@ use core::ptr::{self, NonNull};
 use std::alloc::{alloc, dealloc, Layout};
 
 use super::pool_status::*;
-use super::{borrow, boundary, process, status, status_on, CTask, Pool};
+use super::{borrow, boundary, status, status_on, CTask, Pool};
 
 /// The allocation behind one `pool_submit_fn`: the task the pool queues, and the call to make.
 #[repr(C)]
@@ -118,7 +118,8 @@ pub extern "C" fn pool_parallel_for(
 pub extern "C" fn pool_wait_idle(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
-        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        if unsafe { super::inherited(pool) } {
             return POOL_ERR_FORKED;
         }
         // SAFETY: `pool` is a live pool (pool.h contract).

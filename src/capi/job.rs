@@ -114,15 +114,17 @@ enum JobOp {
 /// `op` on `job` with the worker behind `worker` (its spawner type found out once).
 #[inline(always)]
 fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
+    /// The rest of the fork or join once its fast path (below) did not finish it.
+    ///
     /// # Safety
-    /// As `fork_fn` / `join_fn`.
+    /// As `fork_fn_slow` / `join_fn_slow`.
     #[inline(always)]
     unsafe fn apply<S: crate::Spawner>(cx: &WorkerContext<S>, job: NonNull<FnJob>, op: JobOp) -> Result<(), crate::Error> {
         // SAFETY: the caller's contract.
         unsafe {
             match op {
-                JobOp::Fork => cx.fork_fn(job),
-                JobOp::Join => cx.join_fn(job),
+                JobOp::Fork => cx.fork_fn_slow(job),
+                JobOp::Join => cx.join_fn_slow(job),
             }
         }
     }

@@ -458,7 +458,8 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
-        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        if unsafe { inherited(pool) } {
             return POOL_ERR_FORKED;
         }
         // SAFETY: `pool` is a live pool (pool.h contract).

@@ -1,5 +1,6 @@
 //! Fork-join with plain functions: a [`FnJob`] is forked and joined through a worker context
-//! passed down by hand ([`WorkerContext::fork_fn`] / [`WorkerContext::join_fn`]). This is the
+//! passed down by hand ([`ContextHead::fork_fn_fast`] then [`WorkerContext::fork_fn_slow`], and
+//! the same for the join). This is the
 //! C API's `struct pool_job` with `pool_worker_fork` / `pool_worker_join`: the same latent
 //! path as [`WorkerContext::join`], for callers that cannot hand the pool a closure.
 //!
@@ -84,10 +85,21 @@ fn task_of(job: NonNull<FnJob>) -> NonNull<Task> {
     unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job.as_ptr()).header.task)) }
 }
 
+/// Calls the job's function with `worker`.
+///
+/// # Safety
+/// `job` is live, was forked (so `run` is set), and this is the fork's one run.
+#[inline(always)]
+unsafe fn call(job: NonNull<FnJob>, worker: *const ()) {
+    let j = job.as_ptr();
+    // SAFETY: the caller's contract; the fork refused a job without a function.
+    unsafe { ((*j).run.unwrap_unchecked())(j, worker) };
+}
+
 /// The task callback of a job forked on a pool with spawner `S`: runs the function on the
 /// thread that took the job from a queue, then sets its signal.
 unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
-    // SAFETY: only `fork_fn` sets this callback, on the task of a live `FnJob`'s header,
+    // SAFETY: only the fork (`fork_fn_slow`) sets this callback, on the task of a live `FnJob`'s header,
     // which its owner keeps alive until the signal is set (below); the pointer comes from
     // `task_of`, derived from the whole job.
     let job = unsafe { job_of(NonNull::new_unchecked(task)) };
@@ -102,8 +114,8 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
         offered.thief.store(cx.index() + 1, Ordering::Relaxed);
     }
     let worker = cx.map_or(ptr::null(), |cx| ptr::from_ref(cx).cast::<()>());
-    // SAFETY: `run` was checked by the fork; the job runs once (its task was dequeued once).
-    unsafe { ((*job.as_ptr()).run.unwrap_unchecked())(job.as_ptr(), worker) };
+    // SAFETY: forked; the job runs once (its task was dequeued once).
+    unsafe { call(job, worker) };
     // SAFETY: set once per fork; our last access: the owner may return right after.
     unsafe { offered.signal.set() };
 }
@@ -115,7 +127,7 @@ impl ContextHead {
     /// `Some` with the fork's result if that is all there was to do.
     ///
     /// # Safety
-    /// As [`WorkerContext::fork_fn`], on this context's thread.
+    /// As [`WorkerContext::fork_fn_slow`], on this context's thread.
     #[inline(always)]
     pub(crate) unsafe fn fork_fn_fast(&self, job: NonNull<FnJob>) -> Option<Result<(), Error>> {
         let j = job.as_ptr();
@@ -136,7 +148,7 @@ impl ContextHead {
     /// and returns true; false for any other job.
     ///
     /// # Safety
-    /// As [`WorkerContext::join_fn`]; `worker` points to this head's context.
+    /// As [`WorkerContext::join_fn_slow`]; `worker` points to this head's context.
     #[inline(always)]
     pub(crate) unsafe fn join_fn_fast(&self, job: NonNull<FnJob>, worker: *const ()) -> bool {
         let j = job.as_ptr();
@@ -147,30 +159,24 @@ impl ContextHead {
                 return false;
             }
             (*j).mode = IDLE;
-            ((*j).run.unwrap_unchecked())(j, worker);
+            call(job, worker);
         }
         true
     }
 }
 
 impl<S: Spawner> WorkerContext<S> {
-    /// Forks `job`: its function will run exactly once, before [`join_fn`](Self::join_fn)
-    /// for it returns: inline at that join, or on a worker that asked for work meanwhile.
-    /// Writes nothing shared unless a worker is hungry (the module docs of `frame`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] if the job has no function; nothing was done.
+    /// Forks `job`, once [`ContextHead::fork_fn_fast`] returned `None` (the job has a
+    /// function; a worker is hungry, or the fork is recorded): its function will run exactly
+    /// once, before the join for it returns: inline at that join, or on a worker that asked
+    /// for work meanwhile. Writes nothing shared unless a worker is hungry (`frame`).
     ///
     /// # Safety
     /// `job` points to a live `FnJob` (only `run` need be initialised) that stays in place,
-    /// is touched by nobody else and is not forked again until `join_fn` returned `Ok` for it
-    /// on this worker; joins come in reverse fork order.
+    /// is touched by nobody else and is not forked again until its join returned `Ok` on this
+    /// worker; joins come in reverse fork order.
     #[inline]
-    pub(crate) unsafe fn fork_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
-        // SAFETY: the caller's contract, on our own thread.
-        if let Some(forked) = unsafe { self.head.fork_fn_fast(job) } {
-            return forked;
-        }
+    pub(crate) unsafe fn fork_fn_slow(&self, job: NonNull<FnJob>) -> Result<(), Error> {
         let j = job.as_ptr();
         // SAFETY: live and ours (the caller's contract); fields read and written in place.
         unsafe {
@@ -201,7 +207,7 @@ impl<S: Spawner> WorkerContext<S> {
         let j = job.as_ptr();
         let task = task_of(job);
         // SAFETY: live and ours, not queued (the caller's contract); offered before it is
-        // queued; `join_fn` takes it back or waits for it.
+        // queued; its join takes it back or waits for it.
         unsafe {
             task.as_ptr().write(Task::new(execute::<S>));
             JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
@@ -210,7 +216,8 @@ impl<S: Spawner> WorkerContext<S> {
         Ok(())
     }
 
-    /// Joins `job`: returns once its function has run (here, if no other worker took it;
+    /// Joins `job`, once [`ContextHead::join_fn_fast`] returned false (the job was not an
+    /// unrecorded fork): returns once its function has run (here, if no other worker took it;
     /// meanwhile this worker runs related work, as any wait does).
     ///
     /// # Errors
@@ -220,17 +227,11 @@ impl<S: Spawner> WorkerContext<S> {
     /// # Safety
     /// `job` is live and was forked on this worker (its fork's contract), or is not forked
     /// and its mode is initialised (a job made by [`FnJob::new`], or joined before).
-    #[inline]
-    pub(crate) unsafe fn join_fn(&self, job: NonNull<FnJob>) -> Result<(), Error> {
-        // SAFETY: the caller's contract; the worker is this context.
-        if unsafe { self.head.join_fn_fast(job, ptr::from_ref(self).cast()) } {
-            return Ok(());
-        }
+    pub(crate) unsafe fn join_fn_slow(&self, job: NonNull<FnJob>) -> Result<(), Error> {
         let j = job.as_ptr();
         // SAFETY: live, and its mode is ours (owner-only; the caller's contract).
         let mode = unsafe { (*j).mode };
         match mode {
-            INLINE => {}
             LATENT => {
                 let mut depth = self.head.frames.depth();
                 if depth == 0 || self.head.frames.job_at(depth - 1) != Some(task_of(job)) {
@@ -246,20 +247,19 @@ impl<S: Spawner> WorkerContext<S> {
                     // SAFETY: forked as the caller's contract says.
                     return unsafe { self.join_fn_offered(job) };
                 }
+                // Never left this thread: run it here.
+                // SAFETY: live and ours; forked; not queued, not run.
+                unsafe {
+                    (*j).mode = IDLE;
+                    call(job, ptr::from_ref(self).cast());
+                }
+                Ok(())
             }
-            QUEUED => {
-                // SAFETY: forked as the caller's contract says.
-                return unsafe { self.join_fn_offered(job) };
-            }
-            _ => return Err(Error::InvalidArgument),
+            // SAFETY: forked as the caller's contract says.
+            QUEUED => unsafe { self.join_fn_offered(job) },
+            // Not forked (or joined already); an unrecorded fork was joined by the fast path.
+            _ => Err(Error::InvalidArgument),
         }
-        // Never left this thread: run it here.
-        // SAFETY: live and ours; `run` was checked by the fork; not queued, not run.
-        unsafe {
-            (*j).mode = IDLE;
-            ((*j).run.unwrap_unchecked())(j, ptr::from_ref(self).cast());
-        }
-        Ok(())
     }
 
     /// The job was offered on the join deque: take it back if it is still ours, else wait for
@@ -271,8 +271,8 @@ impl<S: Spawner> WorkerContext<S> {
         // SAFETY: live; the mode is owner-only.
         unsafe { (*j).mode = IDLE };
         if self.joins_pop_if(task_of(job)) {
-            // SAFETY: taken back: not queued any more, not run; `run` checked by the fork.
-            unsafe { ((*j).run.unwrap_unchecked())(j, ptr::from_ref(self).cast()) };
+            // SAFETY: taken back: not queued any more, not run; forked.
+            unsafe { call(job, ptr::from_ref(self).cast()) };
             return Ok(());
         }
         // SAFETY: offered (promoted or queued by the fork); only read from here on.
@@ -310,6 +310,23 @@ mod tests {
 
     type Cx = WorkerContext<ThreadSpawner>;
 
+    /// A whole fork: the fast path, then the rest (as the C API does).
+    unsafe fn fork(cx: &Cx, job: NonNull<FnJob>) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        unsafe { cx.head.fork_fn_fast(job).unwrap_or_else(|| cx.fork_fn_slow(job)) }
+    }
+
+    /// A whole join: the fast path, then the rest.
+    unsafe fn join(cx: &Cx, job: NonNull<FnJob>) -> Result<(), Error> {
+        // SAFETY: the caller's contract; the worker is `cx`.
+        unsafe {
+            if cx.head.join_fn_fast(job, ptr::from_ref(cx).cast()) {
+                return Ok(());
+            }
+            cx.join_fn_slow(job)
+        }
+    }
+
     /// fib with a job per level; the job's function counts its runs.
     #[repr(C)]
     struct Fib {
@@ -343,9 +360,9 @@ mod tests {
         // (From here on `right` is reached only through `job`.)
         // SAFETY: `right` stays in this frame until its join, the reverse of its fork.
         unsafe {
-            cx.fork_fn(job).unwrap();
+            fork(cx, job).unwrap();
             let left = fib(cx, n - 1, runs);
-            cx.join_fn(job).unwrap();
+            join(cx, job).unwrap();
             left + (*job.cast::<Fib>().as_ptr()).out
         }
     }
@@ -384,10 +401,10 @@ mod tests {
             // which come in reverse order.
             unsafe {
                 for i in 0..wide {
-                    cx.fork_fn(NonNull::new_unchecked(base.add(i)).cast()).unwrap();
+                    fork(cx, NonNull::new_unchecked(base.add(i)).cast()).unwrap();
                 }
                 for i in (0..wide).rev() {
-                    cx.join_fn(NonNull::new_unchecked(base.add(i)).cast()).unwrap();
+                    join(cx, NonNull::new_unchecked(base.add(i)).cast()).unwrap();
                 }
             }
         })
@@ -405,14 +422,14 @@ mod tests {
             let (a, b) = (NonNull::from(&mut a).cast::<FnJob>(), NonNull::from(&mut b).cast::<FnJob>());
             // SAFETY: both stay in this frame until joined, in reverse order.
             unsafe {
-                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "not forked");
-                cx.fork_fn(a).unwrap();
-                cx.fork_fn(b).unwrap();
-                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "b is newer");
+                assert_eq!(join(cx, a), Err(Error::InvalidArgument), "not forked");
+                fork(cx, a).unwrap();
+                fork(cx, b).unwrap();
+                assert_eq!(join(cx, a), Err(Error::InvalidArgument), "b is newer");
                 assert_eq!(runs.load(Relaxed), 0);
-                cx.join_fn(b).unwrap();
-                cx.join_fn(a).unwrap();
-                assert_eq!(cx.join_fn(a), Err(Error::InvalidArgument), "joined already");
+                join(cx, b).unwrap();
+                join(cx, a).unwrap();
+                assert_eq!(join(cx, a), Err(Error::InvalidArgument), "joined already");
             }
         })
         .unwrap();

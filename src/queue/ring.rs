@@ -16,8 +16,9 @@
 //! * On overflow the owner claims half of its own ring with the same CAS and hands it, with the
 //!   new task, to the injector as one batch, so the next 128 pushes are cheap again.
 //!
-//! Order: FIFO for the owner and for thieves (both take from `head`). Fork-join's LIFO needs
-//! (issue 4) are served by a LIFO slot in front of this ring, not by the ring itself.
+//! Order: FIFO for the owner and for thieves (both take from `head`). The LIFO order a worker
+//! wants for a task it has just woken is served by the LIFO slot in front of this ring, and
+//! fork-join's by the join deque (`join::deque`), not by the ring itself.
 //!
 //! Capacity: 256 tasks (4 under loom, so overflow and wrap-around happen in small models).
 

@@ -300,17 +300,14 @@ impl<S: Spawner> WorkerContext<S> {
     /// worker's ring instead.
     fn offer_oldest(&self, or_ring: bool) -> bool {
         let Some((task, is_task)) = self.head.frames.oldest_latent() else { return false };
-        // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
-        // not offered yet (frames are offered once, oldest first), owned by this thread, whose
-        // join takes it back or waits for it; a latent task frame's task was forked by code
-        // on this thread under `submit`'s contract, and is queued once (it leaves the latent
-        // frames now).
-        let pushed = unsafe {
-            if !is_task {
-                JobHeader::offer(task, self.head.pool.cast());
-            }
-            self.joins_push(task)
-        };
+        if !is_task {
+            // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
+            // not offered yet (frames are offered once, oldest first), owned by this thread.
+            unsafe { JobHeader::offer(task, self.head.pool.cast()) };
+        }
+        // SAFETY: a job frame's join takes it back or waits for it; a task frame's task was
+        // forked under `submit`'s contract and is queued once (it leaves the latent frames).
+        let pushed = unsafe { self.joins_push(task) };
         if pushed || or_ring {
             if !pushed {
                 self.inner().push_ring(self, task);
