@@ -14,7 +14,7 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_join::{JoinDeque, StackJob, DEQUE_CAPACITY};
+use pool::loom_join::{Demand, Frames, JoinDeque, StackJob, DEQUE_CAPACITY, LATENT_SUPPLY};
 use pool::loom_support::{model, LoomSpawner, Tasks};
 use pool::{Config, CountLatch, ThreadPool};
 
@@ -211,5 +211,56 @@ fn latch_two_done_vs_wait() {
         for w in workers {
             w.join().unwrap();
         }
+    });
+}
+
+/// The record flag's handshake (`join::frame`, "The record flag"): an idle worker asks while
+/// the owner fills its latent supply (and clears the flag). Once both are done, a hunger that
+/// is up has the flag set, so the owner's next join takes the recording path and promotes:
+/// no request for work is lost. (Without the two fences, the idle worker's `record = true`
+/// can land before the owner's `record = false` while the owner reads a stale `hungry`.)
+#[test]
+fn record_flag_ask_vs_supply_filling() {
+    model("record_flag_ask_vs_supply_filling", || {
+        let tasks = Tasks::new(LATENT_SUPPLY);
+        let demand = Arc::new(Demand::new());
+        demand.lower_hunger();
+        let frames = Frames::new(&demand);
+        for i in 0..LATENT_SUPPLY - 1 {
+            frames.push(tasks.ptr(i));
+        }
+        assert!(demand.must_record(), "a short supply records");
+        let d2 = demand.clone();
+        let idle = thread::spawn(move || d2.ask());
+        frames.push(tasks.ptr(LATENT_SUPPLY - 1));
+        let saw_hunger = demand.must_record();
+        idle.join().unwrap();
+        assert!(demand.is_hungry());
+        assert!(demand.must_record(), "the hunger was lost (the owner saw it at once: {saw_hunger})");
+    });
+}
+
+/// The owner serves one hunger (promotes its oldest frame, lowers the hunger, refills its
+/// supply) while a second request comes in: a hunger left up has the flag set, and a flag
+/// left clear means no hunger is up.
+#[test]
+fn record_flag_serve_vs_second_ask() {
+    model("record_flag_serve_vs_second_ask", || {
+        let tasks = Tasks::new(LATENT_SUPPLY + 1);
+        let demand = Arc::new(Demand::new());
+        let frames = Frames::new(&demand);
+        for i in 0..LATENT_SUPPLY {
+            frames.push(tasks.ptr(i));
+        }
+        assert!(demand.is_hungry() && demand.must_record(), "a new worker is hungry");
+        let d2 = demand.clone();
+        let idle = thread::spawn(move || d2.ask());
+        // The recording join: promote the oldest, lower the hunger, record its own frame.
+        frames.promote_oldest();
+        demand.lower_hunger();
+        frames.push(tasks.ptr(LATENT_SUPPLY));
+        assert_eq!(frames.latent(), LATENT_SUPPLY);
+        idle.join().unwrap();
+        assert!(!demand.is_hungry() || demand.must_record(), "a hunger is up with the flag clear");
     });
 }

@@ -9,8 +9,8 @@
 //! *mode*, saying how it was forked:
 //! * `LATENT`: its task is the newest latent frame of the worker's frame stack (`frame`); the
 //!   join pops the frame and calls the function inline, unless a hungry worker had it promoted.
-//! * `INLINE`: not recorded, by `join`'s rule (enough latent frames in supply, and not the one
-//!   join in [`RECORD_EVERY`](super::frame::RECORD_EVERY)): the join calls the function inline.
+//! * `INLINE`: not recorded, by `join`'s rule (enough latent frames in supply and nobody
+//!   hungry: the record flag is clear, `frame`): the join calls the function inline.
 //! * `QUEUED`: offered on the join deque at once (the frame stack was full): the join takes
 //!   it back or waits for its thief.
 //! * `IDLE`: not forked (never, or joined since).
@@ -123,8 +123,8 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
 /// The fast paths of a fork and a join, which need no platform type (the C API takes them
 /// before it finds out which kind of pool the worker belongs to).
 impl ContextHead {
-    /// A fork that records nothing (the latent supply is full) while no worker is hungry:
-    /// `Some` with the fork's result if that is all there was to do.
+    /// A fork that records nothing (the record flag is clear: the latent supply is full and
+    /// no worker is hungry): `Some` with the fork's result if that is all there was to do.
     ///
     /// # Safety
     /// As [`WorkerContext::fork_fn_slow`], on this context's thread.
@@ -136,7 +136,7 @@ impl ContextHead {
             if (*j).run.is_none() {
                 return Some(Err(Error::InvalidArgument));
             }
-            if !self.is_hungry() && self.frames.skip_record() {
+            if !self.frames.must_record() {
                 (*j).mode = INLINE;
                 return Some(Ok(()));
             }
@@ -167,7 +167,8 @@ impl ContextHead {
 
 impl<S: Spawner> WorkerContext<S> {
     /// Forks `job`, once [`ContextHead::fork_fn_fast`] returned `None` (the job has a
-    /// function; a worker is hungry, or the fork is recorded): its function will run exactly
+    /// function, and the record flag is set): records it as a latent frame (promoting the
+    /// oldest if a worker is hungry); its function will run exactly
     /// once, before the join for it returns: inline at that join, or on a worker that asked
     /// for work meanwhile. Writes nothing shared unless a worker is hungry (`frame`).
     ///
@@ -180,18 +181,13 @@ impl<S: Spawner> WorkerContext<S> {
         let j = job.as_ptr();
         // SAFETY: live and ours (the caller's contract); fields read and written in place.
         unsafe {
-            if self.head.frames.skip_record() {
-                // Enough to offer already: run it at its join (`join`'s rule).
-                (*j).mode = INLINE;
-            } else {
-                let depth = self.head.frames.depth();
-                if depth >= FRAMES {
-                    return self.fork_fn_deep(job);
-                }
-                ptr::addr_of_mut!((*j).header.task).write(Task::new(execute::<S>));
-                (*j).mode = LATENT;
-                self.head.frames.push(depth, task_of(job));
+            let depth = self.head.frames.depth();
+            if depth >= FRAMES {
+                return self.fork_fn_deep(job);
             }
+            ptr::addr_of_mut!((*j).header.task).write(Task::new(execute::<S>));
+            (*j).mode = LATENT;
+            self.head.frames.push(depth, task_of(job));
         }
         if self.is_hungry() {
             self.promote();
@@ -208,10 +204,15 @@ impl<S: Spawner> WorkerContext<S> {
         let task = task_of(job);
         // SAFETY: live and ours, not queued (the caller's contract); offered before it is
         // queued; its join takes it back or waits for it.
-        unsafe {
+        let queued = unsafe {
             task.as_ptr().write(Task::new(execute::<S>));
             JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
-            (*j).mode = if self.joins_push(task) { QUEUED } else { INLINE };
+            let queued = self.joins_push(task);
+            (*j).mode = if queued { QUEUED } else { INLINE };
+            queued
+        };
+        if queued && self.is_hungry() {
+            self.offered_work();
         }
         Ok(())
     }

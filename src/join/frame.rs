@@ -6,12 +6,12 @@
 //! fine-grained recursion (fib) that is several times the work itself, and nearly every offer
 //! is taken back by its owner anyway. So `join` records `b` as a **latent frame**: its task
 //! pointer in the next slot of the worker's [`FrameStack`], owner-only memory in the worker's
-//! context (no atomics, no fence). Only when the worker's *hungry* flag is up (raised by a
-//! worker that found no work, see `scheduler::worker`) does a `join` **promote** the *oldest*
-//! latent frame: push its `b` on the join deque, where idle workers steal it, and wake one.
-//! The oldest frame is the biggest piece of work left on this worker (the outermost unfinished
-//! `b`), so one promotion feeds a thief for a long time, and two busy workers go on running
-//! their joins at nearly sequential cost.
+//! context (no atomics, no fence). Only when the worker is *hungry* (an idle worker asked it
+//! for work, see `scheduler::worker`) does a `join` **promote** the *oldest* latent frame: push
+//! its `b` on the join deque, where idle workers steal it, and wake one. The oldest frame is
+//! the biggest piece of work left on this worker (the outermost unfinished `b`), so one
+//! promotion feeds a thief for a long time, and two busy workers go on running their joins at
+//! nearly sequential cost.
 //!
 //! Two kinds of frame share the stack:
 //! * a **job frame**: the stack job of a `join`'s second half, or a forked `FnJob`
@@ -20,6 +20,27 @@
 //!   join: a wait of its forker pops it while it is the newest latent frame and runs it
 //!   inline (`WorkerContext::wait_until`); whatever is left when the code that forked it is
 //!   done goes to the join deque ([`truncate`](FrameStack::truncate)).
+//!
+//! # The record flag: a join's one test
+//! A join records its `b` only while it is needed: while fewer than [`LATENT_SUPPLY`] frames are
+//! latent (the outermost ones are what thieves get first, and the biggest), or while the worker
+//! is hungry (the recording join promotes). Otherwise it runs both halves inline and records
+//! nothing. Both conditions are summed up in one word the join reads, the worker's
+//! [`Demand::record`] flag (a Relaxed load, no store): `true` sends the join down the recording
+//! path. The owner keeps it equal to "supply short" after every change of its frames
+//! ([`Demand::settle`]); an idle worker sets it when it raises the hunger ([`Demand::ask`]). The
+//! two meet in a handshake of two SeqCst fences, so that a hunger is never missed:
+//!
+//! * the owner, clearing the flag (its supply became full): `record = false`; fence; if
+//!   `hungry` then `record = true`;
+//! * an idle worker: `hungry = true`; fence; `record = true`.
+//!
+//! Of the two fences one comes first in their total order. If the owner's does, the idle
+//! worker's `record = true` follows the owner's `record = false` in the flag's modification
+//! order, so the flag ends up set; if the idle worker's does, the owner's load sees `hungry`
+//! and sets the flag itself. Either way the owner's next joins take the recording path until
+//! it has served the hunger (`tests/loom_join.rs` checks this on the real type). Only the
+//! owner lowers `hungry`, and only when it offered work.
 //!
 //! # Invariants (owner thread only: the stack lives in the `WorkerContext`, which is `!Sync`)
 //! * The frames form a stack in call order. A job frame is pushed by its fork or `join` and
@@ -31,6 +52,9 @@
 //!   `[latent_from, depth)` are latent (in no queue: only their owner knows them). Promotion
 //!   goes oldest first, so this split is all the bookkeeping there is. A promoted task frame
 //!   stays in its slot, as a placeholder, until a truncation drops it.
+//! * After every operation of the stack, `record` is set if fewer than [`LATENT_SUPPLY`]
+//!   frames are latent; it is clear only if that many are latent (or it was cleared, and an
+//!   idle worker's `ask` is on its way: see above).
 //! * At most [`FRAMES`] frames: a `join` nested deeper takes no frame and runs both halves
 //!   inline, and a deeper fork goes to the join deque at once (promotion goes oldest first, so
 //!   it would reach such frames only after [`FRAMES`] outer frames were offered, which a pool
@@ -39,14 +63,12 @@
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
+use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::Task;
 
-/// Latent frames a worker keeps to offer before it stops recording joins (all but one in
-/// [`RECORD_EVERY`]): the outermost ones are the ones thieves get first, and the biggest.
+/// Latent frames a worker keeps to offer before it stops recording joins: the outermost ones
+/// are the ones thieves get first, and the biggest.
 pub(crate) const LATENT_SUPPLY: usize = 3;
-/// With [`LATENT_SUPPLY`] latent frames, one join in this many is still recorded, so that deep
-/// inside a recursion whose outer frames were all taken there is again work to offer.
-pub(crate) const RECORD_EVERY: u32 = 64;
 
 /// The tag of a task frame in its slot (tasks are pointer-aligned: bit 0 is free).
 const TASK_FRAME: usize = 1;
@@ -54,29 +76,123 @@ const TASK_FRAME: usize = 1;
 /// Slots in a worker's frame stack (the deepest join nesting whose frames can be promoted).
 pub(crate) const FRAMES: usize = 64;
 
+/// What decides a join's path, in the remote part of a worker (`Worker::demand`): idle
+/// workers write it. See the module docs, "The record flag".
+#[derive(Debug)]
+pub(crate) struct Demand {
+    /// Raised by an idle worker that wants work ([`ask`](Self::ask)); lowered by the owner
+    /// when it offered a frame, and raised again by it while the pool still wants work.
+    hungry: AtomicBool,
+    /// Read by every `join` of the owner: `true` sends it down the recording path.
+    record: AtomicBool,
+}
+
+impl Demand {
+    /// A new worker's: hungry, so that the first join on a pool that may still start threads
+    /// offers work (which starts one), and recording (no frame is latent yet).
+    pub(crate) fn new() -> Self {
+        Self { hungry: AtomicBool::new(true), record: AtomicBool::new(true) }
+    }
+
+    /// An idle worker asks this worker for work: its next join records and promotes. A
+    /// hunger already raised is not written again (the flag's line stays with its owner).
+    pub(crate) fn ask(&self) {
+        if self.hungry.load(Ordering::Relaxed) {
+            return;
+        }
+        self.hungry.store(true, Ordering::Relaxed);
+        // SeqCst: the idle worker's half of the handshake (module docs): whoever fences
+        // second sees the other's store.
+        fence(Ordering::SeqCst);
+        self.record.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether an idle worker asked for work. Relaxed: a hint; the handshake in the module
+    /// docs makes sure the owner gets here again while the hunger is up.
+    #[inline(always)]
+    pub(crate) fn is_hungry(&self) -> bool {
+        self.hungry.load(Ordering::Relaxed)
+    }
+
+    /// Owner: lowers the hunger (it offered work). The flag stays as it is until the next
+    /// change of the frames settles it.
+    pub(crate) fn lower_hunger(&self) {
+        self.hungry.store(false, Ordering::Relaxed);
+    }
+
+    /// Owner: keeps the hunger up (the pool still wants work after an offer), so that its next
+    /// join offers again: hungry implies the flag is set (or an `ask` is about to set it).
+    pub(crate) fn keep_hungry(&self) {
+        self.hungry.store(true, Ordering::Relaxed);
+        self.record.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the owner's next join takes the recording path: the whole test of the fast
+    /// path, one Relaxed load of an owner-read word.
+    #[inline(always)]
+    pub(crate) fn must_record(&self) -> bool {
+        self.record.load(Ordering::Relaxed)
+    }
+
+    /// Owner, after its frames changed: the flag says whether the supply is short (`!full`),
+    /// or the worker is hungry. Stores only on a change.
+    #[inline]
+    fn settle(&self, full: bool) {
+        let set = self.record.load(Ordering::Relaxed);
+        if !full && !set {
+            self.record.store(true, Ordering::Relaxed);
+        } else if full && set {
+            self.clear();
+        }
+    }
+
+    /// Owner, with a full supply: clears the flag unless the worker is hungry (module docs).
+    #[cold]
+    fn clear(&self) {
+        self.record.store(false, Ordering::Relaxed);
+        // SeqCst: the owner's half of the handshake (module docs).
+        fence(Ordering::SeqCst);
+        if self.hungry.load(Ordering::Relaxed) {
+            self.record.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A worker's stack of latent join frames (see the module docs). Owner-only: `Cell`s.
 pub(crate) struct FrameStack {
     /// Frames pushed and not yet popped (at most `FRAMES`).
     depth: Cell<usize>,
     /// The first latent frame; slots below it are promoted. `<= depth`.
     latent_from: Cell<usize>,
-    /// Joins that may still go unrecorded (the latent supply is full): set to
-    /// `RECORD_EVERY - 1` by a push that leaves `LATENT_SUPPLY` or more latent frames, counted
-    /// down by [`skip_record`](Self::skip_record), and 0 whenever fewer are latent.
-    unrecorded: Cell<u32>,
+    /// The worker's demand word (in its remote part, which outlives the context).
+    demand: NonNull<Demand>,
     /// The frames' tasks by depth: a job frame's job header, or a task frame's task with
     /// [`TASK_FRAME`] set.
     slots: [Cell<*const Task>; FRAMES],
 }
 
 impl FrameStack {
-    pub(crate) fn new() -> Self {
+    /// An empty stack whose record flag is `demand`'s, which must outlive it.
+    pub(crate) fn new(demand: NonNull<Demand>) -> Self {
         Self {
             depth: Cell::new(0),
             latent_from: Cell::new(0),
-            unrecorded: Cell::new(0),
+            demand,
             slots: [const { Cell::new(ptr::null()) }; FRAMES],
         }
+    }
+
+    /// The worker's demand word.
+    #[inline(always)]
+    pub(crate) fn demand(&self) -> &Demand {
+        // SAFETY: the worker's remote part outlives its context (the `new` contract).
+        unsafe { self.demand.as_ref() }
+    }
+
+    /// Whether the next join records (module docs): the one test of a join's fast path.
+    #[inline(always)]
+    pub(crate) fn must_record(&self) -> bool {
+        self.demand().must_record()
     }
 
     /// Frames pushed and not yet popped: the depth the next [`push`](Self::push) takes.
@@ -85,33 +201,10 @@ impl FrameStack {
         self.depth.get()
     }
 
-    /// Whether this join (or fork) may go unrecorded: the latent supply is full and this is
-    /// not the one in [`RECORD_EVERY`] that is recorded anyway. A countdown in one word: the
-    /// whole test on the path of a fine-grained join.
+    /// After a change of the frames: settles the record flag (module docs).
     #[inline(always)]
-    pub(crate) fn skip_record(&self) -> bool {
-        let n = self.unrecorded.get();
-        if n == 0 {
-            return false;
-        }
-        self.unrecorded.set(n - 1);
-        true
-    }
-
-    /// After a push: a full supply allows the next joins to go unrecorded.
-    #[inline(always)]
-    fn pushed(&self) {
-        if self.latent() >= LATENT_SUPPLY {
-            self.unrecorded.set(RECORD_EVERY - 1);
-        }
-    }
-
-    /// After the latent frames decreased: fewer than the supply records every join again.
-    #[inline(always)]
-    fn latent_decreased(&self) {
-        if self.latent() < LATENT_SUPPLY {
-            self.unrecorded.set(0);
-        }
+    fn settle(&self) {
+        self.demand().settle(self.latent() >= LATENT_SUPPLY);
     }
 
     /// Pushes `task` as the newest, latent frame at `depth`, which is [`depth`](Self::depth)
@@ -121,7 +214,7 @@ impl FrameStack {
         debug_assert_eq!(depth, self.depth.get());
         self.slots[depth].set(task.as_ptr());
         self.depth.set(depth + 1);
-        self.pushed();
+        self.settle();
     }
 
     /// Pushes `task` as the newest, latent *task* frame at `depth` (as [`push`](Self::push)).
@@ -130,7 +223,7 @@ impl FrameStack {
         debug_assert_eq!(depth, self.depth.get());
         self.slots[depth].set(task.as_ptr().map_addr(|a| a | TASK_FRAME));
         self.depth.set(depth + 1);
-        self.pushed();
+        self.settle();
     }
 
     /// The job of the job frame at `depth` (below [`FRAMES`], pushed and not popped); `None`
@@ -172,7 +265,7 @@ impl FrameStack {
             return None;
         }
         self.depth.set(depth - 1);
-        self.latent_decreased();
+        self.settle();
         NonNull::new(slot.map_addr(|a| a & !TASK_FRAME).cast_mut())
     }
 
@@ -197,7 +290,7 @@ impl FrameStack {
         }
         self.depth.set(base.min(depth));
         self.latent_from.set(self.latent_from.get().min(base));
-        self.latent_decreased();
+        self.settle();
     }
 
     /// Pops the newest frame, pushed at `depth`; returns whether it was promoted (its task went
@@ -206,15 +299,13 @@ impl FrameStack {
     pub(crate) fn pop(&self, depth: usize) -> bool {
         debug_assert_eq!(self.depth.get(), depth + 1, "join frames pop in reverse push order");
         self.depth.set(depth);
-        let latent_from = self.latent_from.get();
-        if depth < latent_from {
-            // It was promoted, and every newer frame is gone: none is latent.
+        let promoted = depth < self.latent_from.get();
+        if promoted {
+            // Every newer frame is gone: none is latent.
             self.latent_from.set(depth);
-            self.unrecorded.set(0);
-            return true;
         }
-        self.latent_decreased();
-        false
+        self.settle();
+        promoted
     }
 
     /// Frames pushed, not popped and not offered: what promotion can still offer.
@@ -242,7 +333,7 @@ impl FrameStack {
     pub(crate) fn mark_oldest_promoted(&self) {
         debug_assert!(self.latent_from.get() < self.depth.get());
         self.latent_from.set(self.latent_from.get() + 1);
-        self.latent_decreased();
+        self.settle();
     }
 }
 
@@ -259,7 +350,8 @@ mod tests {
     fn promotion_goes_oldest_first_and_pop_reports_it() {
         let (mut t1, mut t2, mut t3) = (task(), task(), task());
         let (p1, p2, p3) = (NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
-        let stack = FrameStack::new();
+        let demand = Demand::new();
+        let stack = FrameStack::new(NonNull::from(&demand));
         assert_eq!(stack.oldest_latent(), None);
         let push = |p| {
             let d = stack.depth();
@@ -292,7 +384,8 @@ mod tests {
     fn task_frames_pop_while_latent_and_truncate_hands_out_the_latent_ones() {
         let (mut j, mut t1, mut t2, mut t3) = (task(), task(), task(), task());
         let (pj, p1, p2, p3) = (NonNull::from(&mut j), NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
-        let stack = FrameStack::new();
+        let demand = Demand::new();
+        let stack = FrameStack::new(NonNull::from(&demand));
         stack.push(0, pj);
         stack.push_task(1, p1);
         stack.push_task(2, p2);
@@ -318,5 +411,41 @@ mod tests {
         assert_eq!(stack.depth(), 1);
         assert_eq!(stack.pop_latent_task(), None, "a job frame is no task frame");
         assert!(stack.pop(0), "the job was promoted");
+    }
+
+    #[test]
+    fn the_record_flag_follows_the_supply_and_the_hunger() {
+        let tasks: [Task; LATENT_SUPPLY + 1] = core::array::from_fn(|_| task());
+        let ptrs: [NonNull<Task>; LATENT_SUPPLY + 1] = core::array::from_fn(|i| NonNull::from(&tasks[i]));
+        let demand = Demand::new();
+        let stack = FrameStack::new(NonNull::from(&demand));
+        // A new worker is hungry: its first join records and promotes.
+        assert!(stack.must_record() && demand.is_hungry());
+        demand.lower_hunger();
+        for (d, &p) in ptrs.iter().enumerate().take(LATENT_SUPPLY) {
+            assert!(stack.must_record(), "{d} latent frames: the supply is short");
+            stack.push(d, p);
+        }
+        assert!(!stack.must_record(), "a full supply: joins record nothing");
+        // An idle worker asks: the flag goes up whatever the supply.
+        demand.ask();
+        assert!(stack.must_record() && demand.is_hungry());
+        // The recording join pushes (the supply stays full: the flag stays, hungry is up),
+        // promotes the oldest frame and lowers the hunger.
+        stack.push(LATENT_SUPPLY, ptrs[LATENT_SUPPLY]);
+        assert!(stack.must_record(), "hungry: the flag stays up until served");
+        stack.mark_oldest_promoted();
+        demand.lower_hunger();
+        // The join pops its frame: the supply is short again (one frame went to the deque).
+        assert!(!stack.pop(LATENT_SUPPLY));
+        assert_eq!(stack.latent(), LATENT_SUPPLY - 1);
+        assert!(stack.must_record());
+        // The next recorded join fills it, and with nobody hungry the flag clears.
+        stack.push(LATENT_SUPPLY, ptrs[LATENT_SUPPLY]);
+        assert!(!stack.must_record());
+        // A hunger raised while the flag is clear, then the supply running short: set either way.
+        demand.ask();
+        demand.ask();
+        assert!(stack.must_record());
     }
 }

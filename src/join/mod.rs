@@ -422,7 +422,11 @@ impl<S: Spawner> WorkerContext<S> {
     /// `b` started, after `b` was taken back and dropped unrun); if both panic, `a`'s wins.
     ///
     /// Example: [`WorkerContext`].
-    #[inline]
+    ///
+    /// Out of line (`inline(never)`) on purpose: the two closures inline into it instead, so in
+    /// a recursion (`fib`, a tree walk) each call of `join` is one level of it, and the
+    /// closures' own tests (`n < 2`) run before the next call rather than after it.
+    #[inline(never)]
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce(&WorkerContext<S>) -> RA + Send,
@@ -430,21 +434,17 @@ impl<S: Spawner> WorkerContext<S> {
         RA: Send,
         RB: Send,
     {
-        // Enough latent frames to offer already (the outer ones, the biggest): this join runs
-        // both halves in order, recording nothing, except every `RECORD_EVERY`th, so that deep
-        // inside a recursion whose outer frames were all taken there is again work to offer.
-        if self.head.frames.skip_record() {
-            if self.is_hungry() {
-                self.promote();
-            }
+        // Enough latent frames to offer already (the outer ones, the biggest) and nobody
+        // hungry: this join runs both halves in order and records nothing. One load.
+        if !self.head.frames.must_record() {
             let ra = a(self);
             return (ra, b(self));
         }
         self.join_recorded(a, b)
     }
 
-    /// A `join` that records its second half as a latent frame (out of line: the caller's
-    /// frame stays small on the path that records nothing).
+    /// A `join` that records its second half as a latent frame, and promotes if a worker is
+    /// hungry (out of line: the caller's frame stays small on the path that records nothing).
     #[inline(never)]
     fn join_recorded<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
@@ -455,6 +455,9 @@ impl<S: Spawner> WorkerContext<S> {
     {
         let depth = self.head.frames.depth();
         if depth >= FRAMES {
+            if self.is_hungry() {
+                self.promote();
+            }
             return self.join_deep(a, b);
         }
         let job_b = StackJob::latent(move |cx: Option<&WorkerContext<S>>| match cx {
@@ -974,6 +977,62 @@ pub mod loom_api {
         }
         pub fn steal(&self) -> Option<NonNull<Task>> {
             self.0.steal()
+        }
+    }
+
+    /// Latent frames a worker keeps before its joins stop recording (`frame::LATENT_SUPPLY`).
+    pub const LATENT_SUPPLY: usize = super::frame::LATENT_SUPPLY;
+
+    /// A worker's demand word (`join::frame::Demand`): the hungry and record flags.
+    #[derive(Debug)]
+    pub struct Demand(super::frame::Demand);
+
+    impl Demand {
+        pub fn new() -> Self {
+            Self(super::frame::Demand::new())
+        }
+        /// An idle worker's request.
+        pub fn ask(&self) {
+            self.0.ask();
+        }
+        pub fn is_hungry(&self) -> bool {
+            self.0.is_hungry()
+        }
+        /// The owner's join test.
+        pub fn must_record(&self) -> bool {
+            self.0.must_record()
+        }
+        /// The owner offered work.
+        pub fn lower_hunger(&self) {
+            self.0.lower_hunger();
+        }
+    }
+
+    /// A worker's frame stack (`join::frame::FrameStack`) over `demand`, for the owner thread.
+    pub struct Frames<'a> {
+        stack: super::frame::FrameStack,
+        _demand: core::marker::PhantomData<&'a Demand>,
+    }
+
+    impl<'a> Frames<'a> {
+        pub fn new(demand: &'a Demand) -> Self {
+            Self { stack: super::frame::FrameStack::new(NonNull::from(&demand.0)), _demand: core::marker::PhantomData }
+        }
+        /// A join records `task` as its newest latent frame.
+        pub fn push(&self, task: NonNull<Task>) {
+            self.stack.push(self.stack.depth(), task);
+        }
+        /// The newest frame's join returns; true if it had been promoted.
+        pub fn pop(&self) -> bool {
+            self.stack.pop(self.stack.depth() - 1)
+        }
+        /// The owner promotes its oldest latent frame (as `WorkerContext::promote`, without the
+        /// join deque).
+        pub fn promote_oldest(&self) {
+            self.stack.mark_oldest_promoted();
+        }
+        pub fn latent(&self) -> usize {
+            self.stack.latent()
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! A worker's state is split in two. The **remote** part ([`Worker`]) is what other threads
 //! touch: the steal ends of its ring and join deque, its LIFO slot, its parker, its counters and
-//! its *hungry* flag. It lives on the heap, in the pool's list, until the pool is dropped. The
+//! its *demand* word (the hungry and record flags). It lives on the heap, in the pool's list, until the pool is dropped. The
 //! **core** ([`WorkerContext`]) is what only the worker's own thread touches: the owner ends of
 //! those queues, the injector countdown, the LIFO streak, the adaptive interval, the stack of
 //! latent join frames, and the nesting bookkeeping of waits. It lives in the worker thread's
@@ -18,12 +18,14 @@
 //! methods of this type, each relying on this one invariant.
 //!
 //! # The hungry flag (demand-driven promotion)
-//! A latent `join` (`join::frame`) reads one owner-local word per call: its worker's hungry
-//! flag. A worker that runs out of work raises the flag of every other worker (`sleep.rs`,
-//! when it goes idle); a new worker starts with its own flag up, so the first join on a pool
-//! that may still start threads offers work. The next `join` on a flagged worker lowers its
-//! flag and promotes its oldest latent frame (the join deque, and a wake-up). No timer thread,
-//! no shared read per join: the flag's cache line is written only when a worker goes idle.
+//! A `join` (`join::frame`) reads one owner-read word per call: its worker's *record* flag,
+//! set while the worker has too few latent frames to offer or is *hungry*. A worker that runs
+//! out of work makes every other worker hungry (`sleep.rs`, when it goes idle), which sets
+//! their record flags too; a new worker starts hungry, so the first join on a pool that may
+//! still start threads offers work. The next `join` on a hungry worker lowers the hunger and
+//! promotes its oldest latent frame (the join deque, and a wake-up). No timer thread, no
+//! shared write per join: the flag's cache line is written by others only when a worker goes
+//! idle, and by its owner only when its supply of latent frames runs short or fills up.
 //!
 //! # Bounded helping
 //! A worker that waits (a stolen join half, a latch, a join handle) runs **related** work
@@ -57,7 +59,6 @@ use super::{Inner, ThreadPool};
 use crate::join::frame::FrameStack;
 use crate::join::JobHeader;
 use crate::platform::Spawner;
-use crate::sync::{AtomicBool, Ordering};
 use crate::task::Task;
 
 /// A worker's own thread-only state, and the handle that code running on the worker uses to
@@ -113,7 +114,7 @@ pub struct WorkerContext<S: Spawner> {
 }
 
 /// The first part of every [`WorkerContext`], whatever its platform type: the pool pointer, and
-/// what the fast path of a fork and a join touches (the frame stack and the hungry flag). So
+/// what the fast path of a fork and a join touches (the frame stack and its record flag). So
 /// code that holds a context without knowing its type (a thread-local lookup, the C API's
 /// `struct pool_worker *`) reads these through a pointer to the context (repr(C), first field
 /// of a repr(C) struct).
@@ -124,19 +125,16 @@ pub(crate) struct ContextHead {
     /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
     /// store a pointer to a struct with the same first field).
     pub(crate) pool: *const (),
-    /// The `join`s and forks running on this thread, with their latent frames (`join::frame`).
+    /// The `join`s and forks running on this thread, with their latent frames and the
+    /// worker's demand word (`join::frame`).
     pub(crate) frames: FrameStack,
-    /// The worker's hungry flag (in the remote part: idle workers write it), one load away.
-    hungry: NonNull<AtomicBool>,
 }
 
 impl ContextHead {
-    /// Whether this worker was asked for work by an idle one (module docs): one Relaxed load
-    /// of a word only idle workers write.
+    /// Whether this worker was asked for work by an idle one (module docs).
     #[inline(always)]
     pub(crate) fn is_hungry(&self) -> bool {
-        // SAFETY: a field of the context's live worker (see `WorkerContext::worker`).
-        unsafe { self.hungry.as_ref() }.load(Ordering::Relaxed)
+        self.frames.demand().is_hungry()
     }
 
     /// The head of the context behind `cx`, a pointer to a `WorkerContext` of any platform
@@ -165,9 +163,9 @@ impl<S: Spawner> WorkerContext<S> {
         Self {
             head: ContextHead {
                 pool: core::ptr::from_ref(inner).cast(),
-                frames: FrameStack::new(),
-                // SAFETY: the worker is live (see `worker()`); the flag is a field of it.
-                hungry: unsafe { NonNull::from(&worker.as_ref().hungry) },
+                // SAFETY: the worker is live and outlives its context (see `worker()`); the
+                // demand word is a field of it.
+                frames: FrameStack::new(unsafe { NonNull::from(&worker.as_ref().demand) }),
             },
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
             worker,
@@ -365,16 +363,17 @@ impl<S: Spawner> WorkerContext<S> {
         }
     }
 
-    /// Work was pushed on our join deque (a fork) while the hungry flag was up: lower it and
-    /// wake a thread for the work, keeping the flag up while the pool still wants work.
+    /// Work was pushed on our join deque (a fork) while we were hungry: lower the hunger and
+    /// wake a thread for the work, keeping the hunger up while the pool still wants work.
     #[cold]
     #[inline(never)]
     pub(crate) fn offered_work(&self) {
         let inner = self.inner();
-        self.worker().hungry.store(false, Ordering::Relaxed);
+        let demand = self.head.frames.demand();
+        demand.lower_hunger();
         inner.notify_join();
         if inner.wants_join_work() {
-            self.worker().hungry.store(true, Ordering::Relaxed);
+            demand.keep_hungry();
         }
     }
 

@@ -64,6 +64,7 @@ use super::context::WorkerContext;
 use super::sleep::Waited;
 use super::stats::Counters;
 use super::Inner;
+use crate::join::frame::Demand;
 use crate::latch::Signal;
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
@@ -89,9 +90,9 @@ pub(crate) struct Worker<S: Spawner> {
     /// Set while this worker sleeps in a wait *inside a task* (counted idle in `Sync`, yet a
     /// task is running): `ThreadPool::wait_idle` must not take it for idle.
     pub(crate) waiting_in_task: AtomicBool,
-    /// Raised by idle workers that want work; read by this worker's `join`s, lowered when one
-    /// promotes a latent frame (`context.rs`, "The hungry flag"). Relaxed: a hint.
-    pub(crate) hungry: AtomicBool,
+    /// The hungry and record flags: idle workers raise the hunger, this worker's `join`s read
+    /// the record flag (`join::frame`, "The record flag"; `context.rs`, "The hungry flag").
+    pub(crate) demand: Demand,
     /// The newest task scheduled LIFO on this worker; stealable when the ring is empty.
     pub(crate) lifo: AtomicPtr<Task>,
     /// The worker's own tasks.
@@ -156,9 +157,9 @@ impl<S: Spawner> Inner<S> {
             pool: ptr::from_ref(self).cast::<()>(),
             next: ptr::null_mut(),
             index: usize::MAX,
-            // Up: the first join on this worker offers work, so a pool that may still start
-            // threads starts one (context.rs, "The hungry flag").
-            hungry: AtomicBool::new(true),
+            // Hungry: the first join on this worker offers work, so a pool that may still
+            // start threads starts one (context.rs, "The hungry flag").
+            demand: Demand::new(),
             waiting_in_task: AtomicBool::new(false),
             lifo: AtomicPtr::new(ptr::null_mut()),
             ring: Ring::new(),
@@ -523,16 +524,16 @@ impl<S: Spawner> Inner<S> {
         None
     }
 
-    /// Raises the hungry flag of every other worker (this one found no work): the next `join`
-    /// on each offers its oldest latent frame (`context.rs`, "The hungry flag"). A flag already
-    /// up is not written again, so idle workers do not pull busy workers' lines back and forth.
+    /// Makes every other worker hungry (this one found no work): the next `join` on each
+    /// offers its oldest latent frame (`context.rs`, "The hungry flag"). A hunger already up is
+    /// not written again, so idle workers do not pull busy workers' lines back and forth.
     pub(crate) fn raise_hunger(&self, me: &Worker<S>) {
         let mut worker = self.workers.load(Ordering::Acquire);
         while let Some(w) = NonNull::new(worker) {
             // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
             let w = unsafe { w.as_ref() };
-            if !ptr::eq(w, me) && !w.hungry.load(Ordering::Relaxed) {
-                w.hungry.store(true, Ordering::Relaxed);
+            if !ptr::eq(w, me) {
+                w.demand.ask();
             }
             worker = w.next;
         }
