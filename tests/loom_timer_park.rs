@@ -238,3 +238,41 @@ fn timer_fire_racing_cancel_by_drop() {
         assert_eq!(pool.pending_timers(), 0);
     });
 }
+
+/// A pool task asleep on a timer is woken by the only worker's timed park: the wheel fires
+/// inside `park_worker`, the task's waker queues it in that worker's LIFO slot, which does
+/// not notify (`push_lifo`: the slot's task is its owner's to run), so the worker, back from
+/// its park with nothing notified, must see its own queue and run it (`sleep.rs`, `park`)
+/// instead of parking again.
+///
+/// Interleavings: the main thread spawns the task (waking the worker) and, once the task has
+/// registered its timer, moves the clock past its deadline, while the worker polls the task
+/// (registering the timer: it is a worker, so it kicks nobody), runs dry, claims the role and
+/// parks until the deadline. The clock may pass the deadline before or after the worker
+/// parks. Fails (a loom deadlock) when the worker ignores its own queue after the park.
+#[test]
+fn timer_wakes_a_task_into_the_parkers_own_queue() {
+    model("timer_wakes_a_task_into_the_parkers_own_queue", || {
+        let pool = pool(1);
+        let done = job();
+        let sleep = pool.sleep(Duration::from_nanos(NEAR * TICK));
+        let d2 = done.clone();
+        let handle = pool
+            .spawn_future(async move {
+                sleep.await;
+                // SAFETY: `done` is a job of its own, run once here.
+                unsafe { run_job(NonNull::from(&d2.task).as_ptr()) };
+            })
+            .unwrap();
+        // Once the task's poll registered its timer (the model clock is not a loom object, so
+        // a move of it is ordered only by what the model waits for).
+        while pool.pending_timers() == 0 {
+            loom::thread::yield_now();
+        }
+        pool.spawner().advance_to(NEAR * TICK);
+        wait_until_ran(&done);
+        drop(handle);
+        shutdown(&pool);
+        assert_eq!(runs(&done), 1);
+    });
+}

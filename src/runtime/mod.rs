@@ -67,10 +67,11 @@
 //!   and drops the future), a queued or running one by the thread that runs it.
 //!
 //! # Scheduling (design text 003, on the pool's existing find-work order)
-//! * A task spawned or woken on one of the pool's workers goes to that worker's LIFO slot
-//!   ([`ThreadPool::submit_lifo`]): it runs next, cache-hot; the scheduler runs at most three
-//!   LIFO tasks in a row, then moves the slot's task to the back of the ring so older tasks
-//!   run. Elsewhere, tasks go to the injector.
+//! * A task spawned or woken on one of the pool's workers goes to that worker's LIFO slot: it
+//!   runs next, cache-hot; the scheduler runs at most three LIFO tasks in a row, then moves
+//!   the slot's task to the back of the ring so older tasks run. Another worker is woken only
+//!   for a task the slot displaced into the ring, as in tokio (`scheduler/README.md`, "Tasks
+//!   woken on a worker"). Elsewhere, tasks go to the injector.
 //! * A task woken **during its own poll** (a task that keeps waking itself, e.g. [`yield_now`])
 //!   is re-queued at the back of the ring, not the LIFO slot, so it cannot starve the tasks
 //!   queued behind it (tested in `tests/runtime.rs`, `self_waking_task_does_not_starve_others`).

@@ -138,11 +138,11 @@ impl<S: Spawner> ThreadPool<S> {
         let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.runtime.acquire();
         let task = Header::task(header);
-        // As `submit_lifo`, with the spawn counted on the same worker lookup.
+        // On a worker: its LIFO slot, as a wake (`schedule_slow`), with the spawn counted on the
+        // same worker lookup.
         let submitted = match self.current_worker() {
             Some(me) => {
-                inner.push_lifo(me, task);
-                inner.notify(false);
+                inner.schedule_woken(me, task);
                 me.worker().stats.spawned.bump_owned();
                 Ok(())
             }
@@ -206,8 +206,9 @@ impl<S: Spawner> ThreadPool<S> {
 pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 
 impl<S: Spawner> PoolScheduler<S> {
-    /// [`Schedule::schedule`] off the yield path: a spawn or a wake (`lifo`: `submit_lifo`),
-    /// or a re-queue from outside the pool's threads (`submit`).
+    /// [`Schedule::schedule`] off the yield path: a wake on one of the pool's workers (`lifo`:
+    /// its LIFO slot, `Inner::schedule_woken`), or a wake or re-queue from outside the pool's
+    /// threads (`submit`).
     ///
     /// # Safety
     /// As [`Schedule::schedule`].
@@ -215,11 +216,16 @@ impl<S: Spawner> PoolScheduler<S> {
     unsafe fn schedule_slow(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
         // SAFETY: the task holds a reference on `Inner`.
         let pool = unsafe { Self::pool(sched) };
+        if lifo {
+            if let Some(me) = pool.current_worker() {
+                pool.inner().schedule_woken(me, task);
+                return Ok(());
+            }
+        }
         // SAFETY: the task meets the submit contract: not queued (SCHEDULED was just set by
         // us, or our poll holds RUNNING and re-queues it), and alive until its callback runs
         // (the queue's reference).
-        let result = unsafe { if lifo { pool.submit_lifo(task) } else { pool.submit(task) } };
-        result.map_err(drop)
+        unsafe { pool.submit(task) }.map_err(drop)
     }
 
     /// A non-owning handle on the pool (never dropped, so it never shuts anything down).

@@ -102,6 +102,10 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
     pub(crate) lifo_streak: Cell<u32>,
+    /// Set while this worker is parked (in the I/O driver or on a timer deadline): the tasks
+    /// a dispatch there wakes are queued without a notification, and one is sent for all of
+    /// them when the park is over (`sleep.rs`, `park`).
+    pub(crate) in_park: Cell<bool>,
     /// How many searches from one injector-first search to the next (`interval.rs`).
     pub(crate) interval: InjectorInterval,
     /// An address near the top of this thread's stack (the entry frame's).
@@ -171,6 +175,7 @@ impl<S: Spawner> WorkerContext<S> {
             worker,
             tick: Cell::new(0),
             lifo_streak: Cell::new(0),
+            in_park: Cell::new(false),
             interval: InjectorInterval::new(),
             stack_top,
             stack_half: stack_size / 2,

@@ -251,6 +251,7 @@ impl<S: Spawner> Inner<S> {
         cx.interrupt_interval();
         let is_done = || done.is_some_and(|d| d());
         let mut is_idle = false;
+        let mut local_work = false;
         let mut s = self.load_sync(Ordering::Relaxed);
         loop {
             if s.state() == State::Shutdown {
@@ -261,7 +262,7 @@ impl<S: Spawner> Inner<S> {
                 return Waited::Shutdown;
             }
             let leaving = is_done();
-            if s.notified() || !is_idle || leaving {
+            if s.notified() || !is_idle || leaving || local_work {
                 let mut new = s.with_notified(false);
                 if s.notified() {
                     // Consume the notification: search again instead of sleeping.
@@ -271,6 +272,10 @@ impl<S: Spawner> Inner<S> {
                     if is_idle {
                         new = new.dec_idle();
                     }
+                } else if local_work {
+                    // Our park filled our own queues (an I/O or timer dispatch): back to
+                    // work, not idle, without a notification (`schedule_woken`).
+                    new = new.dec_idle();
                 } else if leaving {
                     // Done while nothing was notified: just leave (idle or not).
                     if is_idle {
@@ -307,6 +312,9 @@ impl<S: Spawner> Inner<S> {
                         if leaving {
                             return Waited::Done;
                         }
+                        if local_work {
+                            return Waited::Notified(false);
+                        }
                         if !is_idle {
                             // Out of work: ask the busy workers to offer their latent joins.
                             self.raise_hunger(cx.worker());
@@ -322,7 +330,7 @@ impl<S: Spawner> Inner<S> {
                     }
                 }
             }
-            self.park(cx.worker(), &is_done, done.is_none());
+            local_work = self.park(cx, &is_done, done.is_none());
             s = self.load_sync(Ordering::Relaxed);
         }
     }
@@ -383,11 +391,14 @@ impl<S: Spawner> Inner<S> {
 
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.
     /// `may_drive`: the worker may block in the I/O driver (not while it waits for a latch,
-    /// whose setter unparks only its parker).
-    fn park(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool, may_drive: bool) {
+    /// whose setter unparks only its parker). Returns whether our own queues hold work now:
+    /// tasks woken by the I/O driver or the timers while we were parked in them go to our
+    /// LIFO slot without a notification (`schedule_woken`), and are ours to run.
+    fn park(&self, cx: &WorkerContext<S>, is_done: &dyn Fn() -> bool, may_drive: bool) -> bool {
         if self.spin(is_done) {
-            return;
+            return false;
         }
+        let me = cx.worker();
         let word = &self.idle_map[me.index / WORD_BITS];
         let mask = 1usize << (me.index % WORD_BITS);
         word.fetch_or(mask, Ordering::Relaxed);
@@ -397,13 +408,21 @@ impl<S: Spawner> Inner<S> {
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
             // The parker; with the next timer deadline as timeout, or in the I/O driver, if this
-            // worker takes the timer-parker role (`time::driver`).
+            // worker takes the timer-parker role (`time::driver`). The tasks its dispatch
+            // wakes go to our own queues with no notification until it is over.
+            cx.in_park.set(true);
             self.park_worker(me, may_drive);
+            cx.in_park.set(false);
         }
         // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
         // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
         // if it has to.
         word.fetch_and(!mask, Ordering::Relaxed);
+        if !me.ring.is_empty() {
+            // More than we run next (the LIFO slot): one notification for the whole dispatch.
+            self.notify(false);
+        }
+        self.has_local_work(me)
     }
 
     /// A worker leaves for good. The last one out during shutdown wakes the joiner.

@@ -476,14 +476,37 @@ impl<S: Spawner> Inner<S> {
         let _ = self.injector.push(overflow, false);
     }
 
-    /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring.
+    /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring
+    /// (returns true then). Notifies nobody: the caller does.
     #[inline]
-    pub(crate) fn push_lifo(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+    pub(crate) fn push_lifo(&self, cx: &WorkerContext<S>, task: NonNull<Task>) -> bool {
         // Release: a thief that swaps the task out sees its contents.
         let prev = cx.worker().lifo.swap(task.as_ptr(), Ordering::AcqRel);
         if let Some(prev) = NonNull::new(prev) {
             self.push_ring(cx, prev);
+            return true;
         }
+        false
+    }
+
+    /// Owner: queues an async task that was spawned or woken on this worker (the runtime's
+    /// `submit_lifo`) in the LIFO slot, and tells the pool only if that left work for others:
+    /// a task displaced into the ring (README, "Tasks woken on a worker"). A task alone in the
+    /// slot is run by this worker when its current poll returns, or when its park returns
+    /// (`sleep.rs`, `park`: an I/O or timer dispatch inside the park fills the slot), so
+    /// waking another worker for it would only have that one find nothing and sleep again.
+    /// During a park the displaced tasks wait too: one notification covers the dispatch.
+    #[inline]
+    pub(crate) fn schedule_woken(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+        if self.push_lifo(cx, task) && !cx.in_park.get() {
+            self.notify(false);
+        }
+    }
+
+    /// Owner: whether our LIFO slot or ring holds a task.
+    #[inline]
+    pub(crate) fn has_local_work(&self, me: &Worker<S>) -> bool {
+        !me.lifo.load(Ordering::Relaxed).is_null() || !me.ring.is_empty()
     }
 
     #[inline(never)]
