@@ -1,6 +1,7 @@
 /*
  * job.c: fork-join with struct pool_job and the worker passed down (pool_install,
- * pool_worker_fork, pool_worker_join, pool_current_worker and their _global forms).
+ * pool_worker_fork, pool_worker_join, pool.h's inline pool_job_fork / pool_job_join,
+ * pool_current_worker and their _global forms).
  *
  *   1. fib(N) with a fork at every level on pools of 1, 2 and 4 workers: the right answer,
  *      and every forked job ran exactly once (a counter per run against the fork count);
@@ -17,6 +18,10 @@
  *      and are never stranded: forks a task does not wait for (it returns; a job returns
  *      to its join) run anyway, and a wait finds its forks under a job forked after them.
  *
+ * Sections 1 to 3 run twice: with pool_worker_fork / pool_worker_join, and with pool.h's inline
+ * pool_job_fork / pool_job_join (whose common case never calls into the library); 3b pairs
+ * one of each.
+ *
  * A 120 s watchdog turns a hang into exit status 2.
  */
 #include "common.h"
@@ -32,6 +37,19 @@
 #define EXPECT(cond) CHECK(cond, #cond)
 
 static atomic_long runs;
+
+/* The pair under test: the library's calls, or pool.h's inline fast paths (use_inline). */
+static int use_inline;
+
+static int fork_job(struct pool_worker *w, struct pool_job *job)
+{
+    return use_inline ? pool_job_fork(w, job) : pool_worker_fork(w, job);
+}
+
+static int join_job(struct pool_worker *w, struct pool_job *job)
+{
+    return use_inline ? pool_job_join(w, job) : pool_worker_join(w, job);
+}
 
 struct fib {
     struct pool_job job;
@@ -54,11 +72,11 @@ static uint64_t fib(struct pool_worker *w, unsigned n)
     struct fib right;
     right.job.run = fib_run;
     right.n = n - 2;
-    if (pool_worker_fork(w, &right.job) != POOL_OK) {
+    if (fork_job(w, &right.job) != POOL_OK) {
         abort();
     }
     uint64_t left = fib(w, n - 1);
-    if (pool_worker_join(w, &right.job) != POOL_OK) {
+    if (join_job(w, &right.job) != POOL_OK) {
         abort();
     }
     return left + right.out;
@@ -132,7 +150,7 @@ static void steal_run(struct pool_job *job, struct pool_worker *w)
     s->root_thread = pthread_self();
     atomic_store(&s->x_started, 0);
     s->x.job.run = x_run;
-    if (pool_worker_fork(w, &s->x.job) != POOL_OK) {
+    if (fork_job(w, &s->x.job) != POOL_OK) {
         abort();
     }
     /* Small forks and joins until X started elsewhere (or 10 s passed). */
@@ -141,7 +159,7 @@ static void steal_run(struct pool_job *job, struct pool_worker *w)
         fib(w, 10);
     }
     s->stolen = atomic_load(&s->x_started) && !pthread_equal(s->x_thread, s->root_thread);
-    if (pool_worker_join(w, &s->x.job) != POOL_OK) {
+    if (join_job(w, &s->x.job) != POOL_OK) {
         abort();
     }
 }
@@ -194,10 +212,10 @@ static void wide_run(struct pool_job *job, struct pool_worker *w)
     for (int i = 0; i < WIDE; i++) {
         s->leaves[i].job.run = leaf_run;
         atomic_init(&s->leaves[i].ran, 0);
-        s->fork_failures += pool_worker_fork(w, &s->leaves[i].job) != POOL_OK;
+        s->fork_failures += fork_job(w, &s->leaves[i].job) != POOL_OK;
     }
     for (int i = WIDE - 1; i >= 0; i--) {
-        s->join_failures += pool_worker_join(w, &s->leaves[i].job) != POOL_OK;
+        s->join_failures += join_job(w, &s->leaves[i].job) != POOL_OK;
     }
 }
 
@@ -234,17 +252,17 @@ static void misuse_run(struct pool_job *job, struct pool_worker *w)
     m->null_run.job.run = NULL;
     atomic_init(&m->a.ran, 0);
     atomic_init(&m->b.ran, 0);
-    m->fork_null_worker = pool_worker_fork(NULL, &m->a.job);
-    m->fork_null_job = pool_worker_fork(w, NULL);
-    m->fork_null_run = pool_worker_fork(w, &m->null_run.job);
-    m->join_null = pool_worker_join(NULL, &m->a.job) == POOL_ERR_INVALID && pool_worker_join(w, NULL) == POOL_ERR_INVALID;
-    if (pool_worker_fork(w, &m->a.job) != POOL_OK || pool_worker_fork(w, &m->b.job) != POOL_OK) {
+    m->fork_null_worker = fork_job(NULL, &m->a.job);
+    m->fork_null_job = fork_job(w, NULL);
+    m->fork_null_run = fork_job(w, &m->null_run.job);
+    m->join_null = join_job(NULL, &m->a.job) == POOL_ERR_INVALID && join_job(w, NULL) == POOL_ERR_INVALID;
+    if (fork_job(w, &m->a.job) != POOL_OK || fork_job(w, &m->b.job) != POOL_OK) {
         abort();
     }
-    m->out_of_order = pool_worker_join(w, &m->a.job); /* b is newer: refused */
-    m->ok_b = pool_worker_join(w, &m->b.job);
-    m->ok_a = pool_worker_join(w, &m->a.job);
-    m->second_join = pool_worker_join(w, &m->a.job); /* joined already: refused */
+    m->out_of_order = join_job(w, &m->a.job); /* b is newer: refused */
+    m->ok_b = join_job(w, &m->b.job);
+    m->ok_a = join_job(w, &m->a.job);
+    m->second_join = join_job(w, &m->a.job); /* joined already: refused */
     m->ran_a = atomic_load(&m->a.ran);
     m->ran_b = atomic_load(&m->b.ran);
 }
@@ -494,16 +512,75 @@ static void test_plain_forks(size_t threads)
     pool_destroy(pool);
 }
 
+/* 3b: the inline pair and the library's pair are one protocol: a job forked by either is
+ * joined by either, recorded or not (fib forks with one and joins with the other, on 1 and 2
+ * workers: on 2, some forks are recorded and offered). */
+struct mixed {
+    struct pool_job job;
+    unsigned n;
+    uint64_t out;
+};
+
+static void mixed_run(struct pool_job *job, struct pool_worker *w);
+
+static uint64_t mixed_fib(struct pool_worker *w, unsigned n)
+{
+    if (n < 2) {
+        return n;
+    }
+    struct mixed right;
+    right.job.run = mixed_run;
+    right.n = n - 2;
+    int inline_fork = n & 1;
+    if ((inline_fork ? pool_job_fork(w, &right.job) : pool_worker_fork(w, &right.job)) != POOL_OK) {
+        abort();
+    }
+    uint64_t left = mixed_fib(w, n - 1);
+    if ((inline_fork ? pool_worker_join(w, &right.job) : pool_job_join(w, &right.job)) != POOL_OK) {
+        abort();
+    }
+    return left + right.out;
+}
+
+static void mixed_run(struct pool_job *job, struct pool_worker *w)
+{
+    struct mixed *m = POOL_CONTAINER_OF(job, struct mixed, job);
+    atomic_fetch_add(&runs, 1);
+    m->out = mixed_fib(w, m->n);
+}
+
+static void test_mixed_pairs(void)
+{
+    for (size_t threads = 1; threads <= 2; threads++) {
+        struct pool *pool = make_pool(threads);
+        atomic_store(&runs, 0);
+        struct mixed root;
+        root.job.run = mixed_run;
+        root.n = N;
+        EXPECT_EQ(pool_install(pool, &root.job), POOL_OK);
+        EXPECT_EQ(root.out, fib_seq(N));
+        EXPECT_EQ(atomic_load(&runs), forks_of(N) + 1);
+        /* Outside a worker the inline pair refuses what the library refuses. */
+        EXPECT_EQ(pool_job_fork(NULL, &root.job), POOL_ERR_INVALID);
+        EXPECT_EQ(pool_job_join(NULL, &root.job), POOL_ERR_INVALID);
+        pool_destroy(pool);
+    }
+}
+
 int main(void)
 {
     test_watchdog_start(120);
-    test_fib(1);
-    test_fib(2);
-    test_fib(4);
-    test_idle_gets_work();
-    test_wide(1);
-    test_wide(4);
-    test_misuse();
+    for (use_inline = 0; use_inline < 2; use_inline++) {
+        printf("-- %s\n", use_inline ? "pool_job_fork / pool_job_join (inline)" : "pool_worker_fork / pool_worker_join");
+        test_fib(1);
+        test_fib(2);
+        test_fib(4);
+        test_idle_gets_work();
+        test_wide(1);
+        test_wide(4);
+        test_misuse();
+    }
+    test_mixed_pairs();
     test_current_worker();
     test_plain_forks(1);
     test_plain_forks(2);

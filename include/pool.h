@@ -83,6 +83,29 @@
 #define POOL_JOB_WORDS 12
 
 /**
+ * For pool.h's inline `pool_job_fork` / `pool_job_join` only: the word of `pool_job.opaque`
+ * that holds how the job was forked.
+ */
+#define POOL_JOB_MODE_WORD 0
+
+/**
+ * For pool.h's inline functions only: the mode of a job not forked (or joined since).
+ */
+#define POOL_JOB_MODE_IDLE 0
+
+/**
+ * For pool.h's inline functions only: the mode of a job forked without being recorded, which
+ * its join runs on the spot.
+ */
+#define POOL_JOB_MODE_INLINE 2
+
+/**
+ * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
+ * that points to the worker's record flag (a byte: nonzero while a fork must be recorded).
+ */
+#define POOL_WORKER_RECORD_WORD 1
+
+/**
  * Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
  * for growth without changing the C ABI.
  */
@@ -899,3 +922,42 @@ int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
 #endif  // __cplusplus
 
 #endif  /* POOL_H */
+
+#ifndef POOL_H_INLINE
+#define POOL_H_INLINE
+/**
+ * `pool_worker_fork` with its common case inline: a fork that the worker need not record (it
+ * has enough forks to offer already, and no idle worker is asking for one) only marks the job,
+ * in the caller's code, with no call; anything else calls `pool_worker_fork`. Same contract,
+ * same results. The inline part reads the worker's private layout, which is fixed for this
+ * major version (README, "ABI policy"); on compilers without GCC's `__atomic` builtins it
+ * always calls `pool_worker_fork`. Pair it with `pool_job_join`. The library exports both
+ * names too (as `pool_worker_fork` / `pool_worker_join`), for bindings that cannot inline.
+ */
+static inline int pool_job_fork(struct pool_worker *worker, struct pool_job *job)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (worker != NULL && job != NULL && job->run != NULL
+        && !__atomic_load_n(((const unsigned char *const *)(const void *)worker)[POOL_WORKER_RECORD_WORD], __ATOMIC_RELAXED)) {
+        job->opaque[POOL_JOB_MODE_WORD] = POOL_JOB_MODE_INLINE;
+        return POOL_OK;
+    }
+#endif
+    return pool_worker_fork(worker, job);
+}
+
+/**
+ * `pool_worker_join` with its common case inline: the join of a job that `pool_job_fork` (or
+ * `pool_worker_fork`) did not record calls its `run` right here; anything else calls
+ * `pool_worker_join`. Same contract, same results.
+ */
+static inline int pool_job_join(struct pool_worker *worker, struct pool_job *job)
+{
+    if (worker != NULL && job != NULL && job->opaque[POOL_JOB_MODE_WORD] == POOL_JOB_MODE_INLINE) {
+        job->opaque[POOL_JOB_MODE_WORD] = POOL_JOB_MODE_IDLE;
+        job->run(job, worker);
+        return POOL_OK;
+    }
+    return pool_worker_join(worker, job);
+}
+#endif  /* POOL_H_INLINE */

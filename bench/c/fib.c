@@ -2,7 +2,8 @@
  * c_fib (BENCH.md): fib(30) in C with a fork at every level, two ways, against plain recursive
  * C fib, on a pool of THREADS workers (argument, default 2):
  *   - latch: pool_fork + pool_latch_wait (tasks and a latch per level);
- *   - job:   pool_worker_fork + pool_worker_join (a job per level, the worker passed down).
+ *   - job:   pool_worker_fork + pool_worker_join (a job per level, the worker passed down);
+ *   - inline: the same with pool.h's inline pool_job_fork + pool_job_join.
  * Prints the median and min-max of RUNS runs (default 7) of each and the ratios of medians.
  *   cc -O2 -Iinclude bench/c/fib.c target/release/libpool.a -lpthread -ldl -lm -o build/c_fib
  */
@@ -82,6 +83,28 @@ static void fib_job_run(struct pool_job *job, struct pool_worker *worker)
     f->result = fib_worker(worker, f->n);
 }
 
+static void fib_inline_run(struct pool_job *job, struct pool_worker *worker);
+
+static uint64_t fib_inline(struct pool_worker *worker, unsigned n)
+{
+    if (n < 2) {
+        return n;
+    }
+    struct fib_job right;
+    right.job.run = fib_inline_run;
+    right.n = n - 2;
+    pool_job_fork(worker, &right.job);
+    uint64_t left = fib_inline(worker, n - 1);
+    pool_job_join(worker, &right.job);
+    return left + right.result;
+}
+
+static void fib_inline_run(struct pool_job *job, struct pool_worker *worker)
+{
+    struct fib_job *f = POOL_CONTAINER_OF(job, struct fib_job, job);
+    f->result = fib_inline(worker, f->n);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -106,7 +129,7 @@ int main(int argc, char **argv)
     if (pool_create(&cfg, &pool) != POOL_OK) {
         return 1;
     }
-    double seq[64], par[64], job[64];
+    double seq[64], par[64], job[64], inl[64];
     for (int r = 0; r < runs && r < 64; r++) {
         double t = now();
         uint64_t a = fib_seq(N);
@@ -125,7 +148,13 @@ int main(int argc, char **argv)
         top.n = N;
         int status = pool_install(pool, &top.job);
         job[r] = now() - t;
-        if (root.result != a || status != POOL_OK || top.result != a) {
+        t = now();
+        struct fib_job top_inline;
+        top_inline.job.run = fib_inline_run;
+        top_inline.n = N;
+        status |= pool_install(pool, &top_inline.job);
+        inl[r] = now() - t;
+        if (root.result != a || status != POOL_OK || top.result != a || top_inline.result != a) {
             fprintf(stderr, "wrong result\n");
             return 1;
         }
@@ -133,10 +162,12 @@ int main(int argc, char **argv)
     qsort(seq, runs, sizeof seq[0], cmp);
     qsort(par, runs, sizeof par[0], cmp);
     qsort(job, runs, sizeof job[0], cmp);
+    qsort(inl, runs, sizeof inl[0], cmp);
     printf("c_fib(%d) %zu workers: sequential %.2f ms (%.2f-%.2f); pool_fork+latch %.2f ms (%.2f-%.2f), ratio %.2f; "
-           "pool_worker_fork+join %.2f ms (%.2f-%.2f), ratio %.2f\n",
+           "pool_worker_fork+join %.2f ms (%.2f-%.2f), ratio %.2f; pool_job_fork+join (inline) %.2f ms (%.2f-%.2f), ratio %.2f\n",
            N, threads, seq[runs / 2], seq[0], seq[runs - 1], par[runs / 2], par[0], par[runs - 1], par[runs / 2] / seq[runs / 2],
-           job[runs / 2], job[0], job[runs - 1], job[runs / 2] / seq[runs / 2]);
+           job[runs / 2], job[0], job[runs - 1], job[runs / 2] / seq[runs / 2], inl[runs / 2], inl[0], inl[runs - 1],
+           inl[runs / 2] / seq[runs / 2]);
     pool_destroy(pool);
     return 0;
 }

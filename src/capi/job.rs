@@ -27,7 +27,8 @@ use core::ptr::{self, NonNull};
 use super::platform::CSpawner;
 use super::pool_status::*;
 use super::{borrow, boundary, status, status_on, CPool, Pool};
-use crate::join::fn_job::FnJob;
+use crate::join::fn_job::{self, FnJob};
+use crate::join::frame::FrameStack;
 use crate::scheduler::context::ContextHead;
 use crate::{ThreadPool, ThreadSpawner, WorkerContext};
 
@@ -63,13 +64,38 @@ pub struct PoolJob {
     pub opaque: [u64; POOL_JOB_WORDS],
 }
 
-// The core job fits in the C struct, no more aligned, with `run` in the same place.
+/// For pool.h's inline `pool_job_fork` / `pool_job_join` only: the word of `pool_job.opaque`
+/// that holds how the job was forked.
+pub const POOL_JOB_MODE_WORD: usize = 0;
+/// For pool.h's inline functions only: the mode of a job not forked (or joined since).
+pub const POOL_JOB_MODE_IDLE: u64 = 0;
+/// For pool.h's inline functions only: the mode of a job forked without being recorded, which
+/// its join runs on the spot.
+pub const POOL_JOB_MODE_INLINE: u64 = 2;
+/// For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
+/// that points to the worker's record flag (a byte: nonzero while a fork must be recorded).
+pub const POOL_WORKER_RECORD_WORD: usize = 1;
+
+// The core job fits in the C struct, no more aligned, with `run` and the mode in the same
+// places.
 #[cfg(not(loom))]
 static_assertions::const_assert!(size_of::<FnJob>() <= size_of::<PoolJob>());
 #[cfg(not(loom))]
 static_assertions::const_assert!(align_of::<FnJob>() <= align_of::<PoolJob>());
 #[cfg(not(loom))]
 static_assertions::const_assert_eq!(offset_of!(FnJob, run), offset_of!(PoolJob, run));
+#[cfg(not(loom))]
+static_assertions::const_assert_eq!(offset_of!(FnJob, mode), offset_of!(PoolJob, opaque) + POOL_JOB_MODE_WORD * size_of::<u64>());
+static_assertions::const_assert_eq!(POOL_JOB_MODE_IDLE, fn_job::IDLE);
+static_assertions::const_assert_eq!(POOL_JOB_MODE_INLINE, fn_job::INLINE);
+// The inline fork's path to the record flag: the worker context's head is a repr(C)
+// `ContextHead` (pool pointer, then the frame stack, whose first field points to the worker's
+// repr(C) `Demand`, whose first field is the flag).
+#[cfg(not(loom))]
+static_assertions::const_assert_eq!(
+    offset_of!(ContextHead, frames) + offset_of!(FrameStack, demand),
+    POOL_WORKER_RECORD_WORD * size_of::<*const ()>()
+);
 
 /// The context behind a `struct pool_worker *`: a worker of a `struct pool` or of the global
 /// pool (their spawner types differ).
@@ -186,6 +212,22 @@ pub extern "C" fn pool_worker_fork(worker: *mut PoolWorker, job: *mut PoolJob) -
 #[cfg_attr(doc, doc = include_str!("examples/job.md"))]
 #[no_mangle]
 pub extern "C" fn pool_worker_join(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
+    job_op(worker, job, JobOp::Join)
+}
+
+/// `pool_worker_fork`, under the name of pool.h's inline `pool_job_fork`: for callers that
+/// link to the library but cannot use the inline function (a binding generator that cannot
+/// translate it, such as Zig's translate-c, declares it as an external function). Not in
+/// pool.h, which has the inline one.
+#[no_mangle]
+pub extern "C" fn pool_job_fork(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
+    job_op(worker, job, JobOp::Fork)
+}
+
+/// `pool_worker_join`, under the name of pool.h's inline `pool_job_join` (see
+/// [`pool_job_fork`]).
+#[no_mangle]
+pub extern "C" fn pool_job_join(worker: *mut PoolWorker, job: *mut PoolJob) -> c_int {
     job_op(worker, job, JobOp::Join)
 }
 

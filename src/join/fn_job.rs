@@ -45,13 +45,13 @@ use crate::task::Task;
 pub(crate) type JobFn = unsafe extern "C" fn(job: *mut FnJob, worker: *const ());
 
 /// Not forked.
-const IDLE: usize = 0;
+pub(crate) const IDLE: u64 = 0;
 /// The newest latent frame of the forking worker.
-const LATENT: usize = 1;
+const LATENT: u64 = 1;
 /// Not recorded: runs at its join.
-const INLINE: usize = 2;
+pub(crate) const INLINE: u64 = 2;
 /// Offered on the join deque when forked.
-const QUEUED: usize = 3;
+const QUEUED: u64 = 3;
 
 /// A fork-join job running a plain function (the module docs). Caller-owned memory: only
 /// `run` needs a value before the fork; the rest is written by the fork.
@@ -59,10 +59,12 @@ const QUEUED: usize = 3;
 pub(crate) struct FnJob {
     /// The function; `None` is refused by the fork.
     pub(crate) run: Option<JobFn>,
+    /// How it was forked (the module docs); owner-only. Right after `run`, at the same offset
+    /// on every target (a `u64`): the C header's inline fork and join read and write it too
+    /// (`capi::job`, `pool_job_fork`).
+    pub(crate) mode: u64,
     /// The task header a promotion offers and a thief runs ([`JobHeader`]).
     header: JobHeader,
-    /// How it was forked (the module docs); owner-only.
-    mode: usize,
 }
 
 /// The job whose header task is `task`.
@@ -293,11 +295,11 @@ impl FnJob {
         }
         Self {
             run: Some(run),
+            mode: IDLE,
             header: JobHeader {
                 task: Task::new(not_forked),
                 offered: crate::sync::UnsafeCell::new(core::mem::MaybeUninit::uninit()),
             },
-            mode: IDLE,
         }
     }
 }

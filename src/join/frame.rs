@@ -78,20 +78,28 @@ pub(crate) const FRAMES: usize = 64;
 
 /// What decides a join's path, in the remote part of a worker (`Worker::demand`): idle
 /// workers write it. See the module docs, "The record flag".
+///
+/// `repr(C)`, `record` first: the C header's inline fork reads the flag through the worker
+/// context (`capi::job`, `pool_job_fork`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Demand {
+    /// Read by every `join` of the owner: `true` sends it down the recording path.
+    record: AtomicBool,
     /// Raised by an idle worker that wants work ([`ask`](Self::ask)); lowered by the owner
     /// when it offered a frame, and raised again by it while the pool still wants work.
     hungry: AtomicBool,
-    /// Read by every `join` of the owner: `true` sends it down the recording path.
-    record: AtomicBool,
 }
+
+// The record flag is the demand word's first byte (`repr(C)`): pool.h's inline fork reads it.
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::offset_of!(Demand, record) == 0 && core::mem::size_of::<AtomicBool>() == 1);
 
 impl Demand {
     /// A new worker's: hungry, so that the first join on a pool that may still start threads
     /// offers work (which starts one), and recording (no frame is latent yet).
     pub(crate) fn new() -> Self {
-        Self { hungry: AtomicBool::new(true), record: AtomicBool::new(true) }
+        Self { record: AtomicBool::new(true), hungry: AtomicBool::new(true) }
     }
 
     /// An idle worker asks this worker for work: its next join records and promotes. A
@@ -159,13 +167,17 @@ impl Demand {
 }
 
 /// A worker's stack of latent join frames (see the module docs). Owner-only: `Cell`s.
+///
+/// `repr(C)`, `demand` first: the C header's inline fork finds the record flag through it
+/// (`capi::job`).
+#[repr(C)]
 pub(crate) struct FrameStack {
+    /// The worker's demand word (in its remote part, which outlives the context).
+    pub(crate) demand: NonNull<Demand>,
     /// Frames pushed and not yet popped (at most `FRAMES`).
     depth: Cell<usize>,
     /// The first latent frame; slots below it are promoted. `<= depth`.
     latent_from: Cell<usize>,
-    /// The worker's demand word (in its remote part, which outlives the context).
-    demand: NonNull<Demand>,
     /// The frames' tasks by depth: a job frame's job header, or a task frame's task with
     /// [`TASK_FRAME`] set.
     slots: [Cell<*const Task>; FRAMES],
@@ -174,12 +186,7 @@ pub(crate) struct FrameStack {
 impl FrameStack {
     /// An empty stack whose record flag is `demand`'s, which must outlive it.
     pub(crate) fn new(demand: NonNull<Demand>) -> Self {
-        Self {
-            depth: Cell::new(0),
-            latent_from: Cell::new(0),
-            demand,
-            slots: [const { Cell::new(ptr::null()) }; FRAMES],
-        }
+        Self { demand, depth: Cell::new(0), latent_from: Cell::new(0), slots: [const { Cell::new(ptr::null()) }; FRAMES] }
     }
 
     /// The worker's demand word.
