@@ -184,15 +184,18 @@ pub(crate) struct FrameStack {
 }
 
 impl FrameStack {
-    /// An empty stack whose record flag is `demand`'s, which must outlive it.
-    pub(crate) fn new(demand: NonNull<Demand>) -> Self {
+    /// An empty stack whose record flag is `demand`'s.
+    ///
+    /// # Safety
+    /// `demand` outlives the stack (it is read and written through the pointer).
+    pub(crate) unsafe fn new(demand: NonNull<Demand>) -> Self {
         Self { demand, depth: Cell::new(0), latent_from: Cell::new(0), slots: [const { Cell::new(ptr::null()) }; FRAMES] }
     }
 
     /// The worker's demand word.
     #[inline(always)]
     pub(crate) fn demand(&self) -> &Demand {
-        // SAFETY: the worker's remote part outlives its context (the `new` contract).
+        // SAFETY: `demand` outlives the stack (`new`'s contract).
         unsafe { self.demand.as_ref() }
     }
 
@@ -358,7 +361,8 @@ mod tests {
         let (mut t1, mut t2, mut t3) = (task(), task(), task());
         let (p1, p2, p3) = (NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
         let demand = Demand::new();
-        let stack = FrameStack::new(NonNull::from(&demand));
+        // SAFETY: `demand` outlives `stack` (declared first).
+        let stack = unsafe { FrameStack::new(NonNull::from(&demand)) };
         assert_eq!(stack.oldest_latent(), None);
         let push = |p| {
             let d = stack.depth();
@@ -392,7 +396,8 @@ mod tests {
         let (mut j, mut t1, mut t2, mut t3) = (task(), task(), task(), task());
         let (pj, p1, p2, p3) = (NonNull::from(&mut j), NonNull::from(&mut t1), NonNull::from(&mut t2), NonNull::from(&mut t3));
         let demand = Demand::new();
-        let stack = FrameStack::new(NonNull::from(&demand));
+        // SAFETY: `demand` outlives `stack` (declared first).
+        let stack = unsafe { FrameStack::new(NonNull::from(&demand)) };
         stack.push(0, pj);
         stack.push_task(1, p1);
         stack.push_task(2, p2);
@@ -425,7 +430,8 @@ mod tests {
         let tasks: [Task; LATENT_SUPPLY + 1] = core::array::from_fn(|_| task());
         let ptrs: [NonNull<Task>; LATENT_SUPPLY + 1] = core::array::from_fn(|i| NonNull::from(&tasks[i]));
         let demand = Demand::new();
-        let stack = FrameStack::new(NonNull::from(&demand));
+        // SAFETY: `demand` outlives `stack` (declared first).
+        let stack = unsafe { FrameStack::new(NonNull::from(&demand)) };
         // A new worker is hungry: its first join records and promotes.
         assert!(stack.must_record() && demand.is_hungry());
         demand.lower_hunger();

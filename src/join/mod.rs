@@ -4,10 +4,13 @@
 //! on a worker, block-on elsewhere).
 //!
 //! # `cx.join(a, b)` on a worker (the context: `scheduler/context.rs`)
+//! 0. If the worker's record flag is clear (it has enough latent frames to offer and nobody
+//!    asked it for work: [`frame`], "The record flag"), `a` and `b` run inline, in order, and
+//!    nothing is recorded: one load is the whole cost. Otherwise:
 //! 1. `b` becomes a latent [`StackJob`] in the caller's frame: its task header and its
 //!    closure, nothing else written; its address goes in the next slot of the worker's private
 //!    frame stack ([`frame`]). No allocation, no shared write, no fence.
-//! 2. If the worker's hungry flag is up (an idle worker asked for work), the join **promotes**
+//! 2. If the worker is hungry (an idle worker asked for work), the join **promotes**
 //!    the oldest latent `b` of its worker: [`JobHeader::offer`] writes the rest of that job (its
 //!    signal, thief slot, pool), it goes on the worker's **join deque** ([`deque`]), where idle
 //!    workers can steal it, and a thread is woken.
@@ -1016,15 +1019,12 @@ pub mod loom_api {
 
     impl<'a> Frames<'a> {
         pub fn new(demand: &'a Demand) -> Self {
-            Self { stack: super::frame::FrameStack::new(NonNull::from(&demand.0)), _demand: core::marker::PhantomData }
+            // SAFETY: `demand` outlives `'a`, and so this stack.
+            Self { stack: unsafe { super::frame::FrameStack::new(NonNull::from(&demand.0)) }, _demand: core::marker::PhantomData }
         }
         /// A join records `task` as its newest latent frame.
         pub fn push(&self, task: NonNull<Task>) {
             self.stack.push(self.stack.depth(), task);
-        }
-        /// The newest frame's join returns; true if it had been promoted.
-        pub fn pop(&self) -> bool {
-            self.stack.pop(self.stack.depth() - 1)
         }
         /// The owner promotes its oldest latent frame (as `WorkerContext::promote`, without the
         /// join deque).

@@ -2,7 +2,8 @@
 //!
 //! A worker's state is split in two. The **remote** part ([`Worker`]) is what other threads
 //! touch: the steal ends of its ring and join deque, its LIFO slot, its parker, its counters and
-//! its *demand* word (the hungry and record flags). It lives on the heap, in the pool's list, until the pool is dropped. The
+//! its *demand* word (the hungry and record flags). It lives on the heap, in the pool's list,
+//! until the pool is dropped. The
 //! **core** ([`WorkerContext`]) is what only the worker's own thread touches: the owner ends of
 //! those queues, the injector countdown, the LIFO streak, the adaptive interval, the stack of
 //! latent join frames, and the nesting bookkeeping of waits. It lives in the worker thread's
@@ -167,9 +168,9 @@ impl<S: Spawner> WorkerContext<S> {
         Self {
             head: ContextHead {
                 pool: core::ptr::from_ref(inner).cast(),
-                // SAFETY: the worker is live and outlives its context (see `worker()`); the
-                // demand word is a field of it.
-                frames: FrameStack::new(unsafe { NonNull::from(&worker.as_ref().demand) }),
+                // SAFETY: the worker is live and outlives its context (see `worker()`), and so
+                // does its demand word, a field of it.
+                frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
             },
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
             worker,
