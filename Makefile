@@ -86,8 +86,10 @@ test-c: $(C_TESTS) $(CXX_TESTS) test-header
 	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== $$t"; ./$$t; done
 
 # The C programs under valgrind memcheck at 1% scale. The global pool's threads live until
-# exit by design, so only definite leaks count.
-VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+# exit by design, so only definite leaks count. valgrind runs one thread at a time; with its
+# default lock a thread that never blocks (a job.c worker forking in a loop until another
+# worker takes its job) can keep a woken thread from ever running, so its scheduler is made fair.
+VALGRIND := valgrind -q --fair-sched=yes --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 test-c-valgrind: $(C_TESTS) $(CXX_TESTS) tool-valgrind
 	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== valgrind $$t"; \
 	  POOL_TEST_SCALE=0.01 $(VALGRIND) ./$$t > $(BUILD)/valgrind-$$(basename $$t).log 2>&1 \
