@@ -18,9 +18,9 @@
  *      and are never stranded: forks a task does not wait for (it returns; a job returns
  *      to its join) run anyway, and a wait finds its forks under a job forked after them.
  *
- * Sections 1 to 3 run twice: with pool_worker_fork / pool_worker_join, and with pool.h's inline
- * pool_job_fork / pool_job_join (whose common case never calls into the library); 3b pairs
- * one of each.
+ * Sections 1 to 3 run with pool_worker_fork / pool_worker_join, with pool.h's inline
+ * pool_job_fork / pool_job_join (whose common case never calls into the library), and
+ * (1 and 2) with each job forked by one pair and joined by the other.
  *
  * A 120 s watchdog turns a hang into exit status 2.
  */
@@ -38,17 +38,30 @@
 
 static atomic_long runs;
 
-/* The pair under test: the library's calls, or pool.h's inline fast paths (use_inline). */
-static int use_inline;
+/* The pair under test: the library's calls (LIBRARY), pool.h's inline fast paths (INLINE), or
+ * one of each per job (MIXED: by an address bit, a job forked with one pair is joined with the
+ * other, so the two must be one protocol). */
+enum pair { LIBRARY, INLINE, MIXED };
+static enum pair pair;
+
+static int inline_fork(const struct pool_job *job)
+{
+    return pair == INLINE || (pair == MIXED && ((uintptr_t)job >> 4) % 2);
+}
+
+static int inline_join(const struct pool_job *job)
+{
+    return pair == INLINE || (pair == MIXED && !(((uintptr_t)job >> 4) % 2));
+}
 
 static int fork_job(struct pool_worker *w, struct pool_job *job)
 {
-    return use_inline ? pool_job_fork(w, job) : pool_worker_fork(w, job);
+    return inline_fork(job) ? pool_job_fork(w, job) : pool_worker_fork(w, job);
 }
 
 static int join_job(struct pool_worker *w, struct pool_job *job)
 {
-    return use_inline ? pool_job_join(w, job) : pool_worker_join(w, job);
+    return inline_join(job) ? pool_job_join(w, job) : pool_worker_join(w, job);
 }
 
 struct fib {
@@ -512,66 +525,13 @@ static void test_plain_forks(size_t threads)
     pool_destroy(pool);
 }
 
-/* 3b: the inline pair and the library's pair are one protocol: a job forked by either is
- * joined by either, recorded or not (fib forks with one and joins with the other, on 1 and 2
- * workers: on 2, some forks are recorded and offered). */
-struct mixed {
-    struct pool_job job;
-    unsigned n;
-    uint64_t out;
-};
-
-static void mixed_run(struct pool_job *job, struct pool_worker *w);
-
-static uint64_t mixed_fib(struct pool_worker *w, unsigned n)
-{
-    if (n < 2) {
-        return n;
-    }
-    struct mixed right;
-    right.job.run = mixed_run;
-    right.n = n - 2;
-    int inline_fork = n & 1;
-    if ((inline_fork ? pool_job_fork(w, &right.job) : pool_worker_fork(w, &right.job)) != POOL_OK) {
-        abort();
-    }
-    uint64_t left = mixed_fib(w, n - 1);
-    if ((inline_fork ? pool_worker_join(w, &right.job) : pool_job_join(w, &right.job)) != POOL_OK) {
-        abort();
-    }
-    return left + right.out;
-}
-
-static void mixed_run(struct pool_job *job, struct pool_worker *w)
-{
-    struct mixed *m = POOL_CONTAINER_OF(job, struct mixed, job);
-    atomic_fetch_add(&runs, 1);
-    m->out = mixed_fib(w, m->n);
-}
-
-static void test_mixed_pairs(void)
-{
-    for (size_t threads = 1; threads <= 2; threads++) {
-        struct pool *pool = make_pool(threads);
-        atomic_store(&runs, 0);
-        struct mixed root;
-        root.job.run = mixed_run;
-        root.n = N;
-        EXPECT_EQ(pool_install(pool, &root.job), POOL_OK);
-        EXPECT_EQ(root.out, fib_seq(N));
-        EXPECT_EQ(atomic_load(&runs), forks_of(N) + 1);
-        /* Outside a worker the inline pair refuses what the library refuses. */
-        EXPECT_EQ(pool_job_fork(NULL, &root.job), POOL_ERR_INVALID);
-        EXPECT_EQ(pool_job_join(NULL, &root.job), POOL_ERR_INVALID);
-        pool_destroy(pool);
-    }
-}
-
 int main(void)
 {
     test_watchdog_start(120);
-    for (use_inline = 0; use_inline < 2; use_inline++) {
-        printf("-- %s\n", use_inline ? "pool_job_fork / pool_job_join (inline)" : "pool_worker_fork / pool_worker_join");
+    static const char *const names[] = { "pool_worker_fork / pool_worker_join",
+        "pool_job_fork / pool_job_join (inline)", "one pair forks, the other joins" };
+    for (pair = LIBRARY; pair <= MIXED; pair++) {
+        printf("-- %s\n", names[pair]);
         test_fib(1);
         test_fib(2);
         test_fib(4);
@@ -580,7 +540,10 @@ int main(void)
         test_wide(4);
         test_misuse();
     }
-    test_mixed_pairs();
+    /* Outside a worker the inline pair refuses what the library refuses. */
+    struct pool_job job = { .run = leaf_run };
+    EXPECT_EQ(pool_job_fork(NULL, &job), POOL_ERR_INVALID);
+    EXPECT_EQ(pool_job_join(NULL, &job), POOL_ERR_INVALID);
     test_current_worker();
     test_plain_forks(1);
     test_plain_forks(2);

@@ -61,49 +61,30 @@ struct fib_job {
     uint64_t result;
 };
 
-static void fib_job_run(struct pool_job *job, struct pool_worker *worker);
-
-static uint64_t fib_worker(struct pool_worker *worker, unsigned n)
-{
-    if (n < 2) {
-        return n;
+/* fib through the job pair FORK / JOIN, as NAME (NAME_run is its job's function). */
+#define FIB_THROUGH(NAME, FORK, JOIN)                                                       \
+    static void NAME##_run(struct pool_job *job, struct pool_worker *worker);               \
+    static uint64_t NAME(struct pool_worker *worker, unsigned n)                            \
+    {                                                                                       \
+        if (n < 2) {                                                                        \
+            return n;                                                                       \
+        }                                                                                   \
+        struct fib_job right; /* only .run needs a value: the fork writes the rest */      \
+        right.job.run = NAME##_run;                                                         \
+        right.n = n - 2;                                                                    \
+        FORK(worker, &right.job);                                                           \
+        uint64_t left = NAME(worker, n - 1);                                                \
+        JOIN(worker, &right.job);                                                           \
+        return left + right.result;                                                         \
+    }                                                                                       \
+    static void NAME##_run(struct pool_job *job, struct pool_worker *worker)                \
+    {                                                                                       \
+        struct fib_job *f = POOL_CONTAINER_OF(job, struct fib_job, job);                    \
+        f->result = NAME(worker, f->n);                                                     \
     }
-    struct fib_job right; /* only .run needs a value: the fork writes the rest */
-    right.job.run = fib_job_run;
-    right.n = n - 2;
-    pool_worker_fork(worker, &right.job);
-    uint64_t left = fib_worker(worker, n - 1);
-    pool_worker_join(worker, &right.job);
-    return left + right.result;
-}
 
-static void fib_job_run(struct pool_job *job, struct pool_worker *worker)
-{
-    struct fib_job *f = POOL_CONTAINER_OF(job, struct fib_job, job);
-    f->result = fib_worker(worker, f->n);
-}
-
-static void fib_inline_run(struct pool_job *job, struct pool_worker *worker);
-
-static uint64_t fib_inline(struct pool_worker *worker, unsigned n)
-{
-    if (n < 2) {
-        return n;
-    }
-    struct fib_job right;
-    right.job.run = fib_inline_run;
-    right.n = n - 2;
-    pool_job_fork(worker, &right.job);
-    uint64_t left = fib_inline(worker, n - 1);
-    pool_job_join(worker, &right.job);
-    return left + right.result;
-}
-
-static void fib_inline_run(struct pool_job *job, struct pool_worker *worker)
-{
-    struct fib_job *f = POOL_CONTAINER_OF(job, struct fib_job, job);
-    f->result = fib_inline(worker, f->n);
-}
+FIB_THROUGH(fib_worker, pool_worker_fork, pool_worker_join)
+FIB_THROUGH(fib_inline, pool_job_fork, pool_job_join)
 
 static double now(void)
 {
@@ -144,7 +125,7 @@ int main(int argc, char **argv)
         par[r] = now() - t;
         t = now();
         struct fib_job top;
-        top.job.run = fib_job_run;
+        top.job.run = fib_worker_run;
         top.n = N;
         int status = pool_install(pool, &top.job);
         job[r] = now() - t;
