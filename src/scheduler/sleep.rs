@@ -418,11 +418,14 @@ impl<S: Spawner> Inner<S> {
         // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
         // if it has to.
         word.fetch_and(!mask, Ordering::Relaxed);
-        if !me.ring.is_empty() {
+        // Our own queues (we are their owner) were empty when we went idle: what is there now
+        // was queued by a dispatch inside the park.
+        let ring_empty = me.ring.is_empty();
+        if !ring_empty {
             // More than we run next (the LIFO slot): one notification for the whole dispatch.
             self.notify(false);
         }
-        self.has_local_work(me)
+        !ring_empty || !me.lifo.load(Ordering::Relaxed).is_null()
     }
 
     /// A worker leaves for good. The last one out during shutdown wakes the joiner.

@@ -503,11 +503,6 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Owner: whether our LIFO slot or ring holds a task.
-    #[inline]
-    pub(crate) fn has_local_work(&self, me: &Worker<S>) -> bool {
-        !me.lifo.load(Ordering::Relaxed).is_null() || !me.ring.is_empty()
-    }
 
     #[inline(never)]
     fn find_work_slow(&self, cx: &WorkerContext<S>) -> Option<(NonNull<Task>, bool)> {
