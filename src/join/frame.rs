@@ -456,7 +456,7 @@ mod tests {
         // The next recorded join fills it, and with nobody hungry the flag clears.
         stack.push(LATENT_SUPPLY, ptrs[LATENT_SUPPLY]);
         assert!(!stack.must_record());
-        // A hunger raised while the flag is clear, then the supply running short: set either way.
+        // A hunger raised while the flag is clear sets it; asking again changes nothing.
         demand.ask();
         demand.ask();
         assert!(stack.must_record());

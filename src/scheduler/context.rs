@@ -3,10 +3,10 @@
 //! A worker's state is split in two. The **remote** part ([`Worker`]) is what other threads
 //! touch: the steal ends of its ring and join deque, its LIFO slot, its parker, its counters and
 //! its *demand* word (the hungry and record flags). It lives on the heap, in the pool's list,
-//! until the pool is dropped. The
-//! **core** ([`WorkerContext`]) is what only the worker's own thread touches: the owner ends of
-//! those queues, the injector countdown, the LIFO streak, the adaptive interval, the stack of
-//! latent join frames, and the nesting bookkeeping of waits. It lives in the worker thread's
+//! until the pool is dropped. The **core** ([`WorkerContext`]) is what only the worker's own
+//! thread touches: the owner ends of those queues, the injector countdown, the LIFO streak,
+//! the adaptive interval, the stack of latent join frames, and the nesting bookkeeping of
+//! waits. It lives in the worker thread's
 //! entry frame (`worker_main`), for exactly as long as the thread runs the pool's loop.
 //!
 //! The type is the proof of ownership: `WorkerContext` is neither `Send` nor `Sync`, and the

@@ -489,8 +489,8 @@ impl<S: Spawner> Inner<S> {
         false
     }
 
-    /// Owner: queues an async task that was spawned or woken on this worker (the runtime's
-    /// `submit_lifo`) in the LIFO slot, and tells the pool only if that left work for others:
+    /// Owner: queues an async task that was spawned or woken on this worker in the LIFO slot,
+    /// and tells the pool only if that left work for others:
     /// a task displaced into the ring (README, "Tasks woken on a worker"). A task alone in the
     /// slot is run by this worker when its current poll returns, or when its park returns
     /// (`sleep.rs`, `park`: an I/O or timer dispatch inside the park fills the slot), so
@@ -502,7 +502,6 @@ impl<S: Spawner> Inner<S> {
             self.notify(false);
         }
     }
-
 
     #[inline(never)]
     fn find_work_slow(&self, cx: &WorkerContext<S>) -> Option<(NonNull<Task>, bool)> {
