@@ -459,11 +459,32 @@ impl CountLatch {
         self.count.load(Ordering::Relaxed).saturating_sub(1)
     }
 
-    /// Drops the "open" unit: from here the count can reach zero. Called once by the waiter.
-    pub(crate) fn close(&self) -> &Signal {
-        // SAFETY: the open unit is released exactly once, by the (single) waiter.
-        unsafe { self.done() };
-        &self.signal
+    /// Whether every unit but the open one is done (Acquire: their work is visible). Then no
+    /// other thread holds a unit, so none touches the latch again (`done`'s decrement that
+    /// left 1 was its last access) and only the waiter may still add.
+    #[inline]
+    pub(crate) fn only_open(&self) -> bool {
+        self.count.load(Ordering::Acquire) == 1
+    }
+
+    /// Drops the "open" unit, once, by the waiter: `None` if that finished the latch, else the
+    /// signal that the last `done` sets. When every other unit is already done (the common
+    /// case of fork-join whose forks the waiter ran itself) that is one load and one store,
+    /// with no read-modify-write and no signal: nobody else touches the latch any more.
+    #[inline]
+    pub(crate) fn close(&self) -> Option<&Signal> {
+        if self.only_open() {
+            // Relaxed: no other thread reads the count from here on (above); the store only
+            // makes `is_released` true for the C layer's checks on this thread.
+            self.count.store(0, Ordering::Relaxed);
+            return None;
+        }
+        // AcqRel as in `done`; reaching zero here means every other unit is done, so nobody
+        // waits on the signal and it need not be set.
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            return None;
+        }
+        Some(&self.signal)
     }
 }
 
@@ -502,11 +523,32 @@ mod tests {
             l.done();
             l.done();
         }
-        let signal = l.close();
+        let signal = l.close().expect("a unit is outstanding: the waiter must wait");
         assert!(!signal.is_set());
         // SAFETY: the last unit.
         unsafe { l.done() };
         assert!(signal.is_set());
+        assert!(l.is_released());
+    }
+
+    #[test]
+    fn count_latch_closes_without_its_signal_when_nothing_is_outstanding() {
+        // Every unit done before the wait: the close finishes the latch by itself.
+        let l = CountLatch::new();
+        l.add(2);
+        // SAFETY: one done per unit.
+        unsafe {
+            l.done();
+            l.done();
+        }
+        assert!(l.only_open());
+        assert!(l.close().is_none());
+        assert!(l.is_released());
+        assert!(!l.signal.is_set(), "nobody waits on it: not set");
+        // Nothing added at all: the same.
+        let l = CountLatch::new();
+        assert!(l.close().is_none());
+        assert!(l.is_released());
     }
 
     /// A waker that counts its wakes; `Arc::strong_count` counts its clones.

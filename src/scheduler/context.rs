@@ -393,11 +393,7 @@ impl<S: Spawner> WorkerContext<S> {
     /// is left (under a job frame, which only its join may pop), every latent frame goes to
     /// the join deque before the loop, where this wait and other workers find them.
     pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
-        while !until.signal.is_set() {
-            let Some(task) = self.head.frames.pop_latent_task() else { break };
-            // A latent task frame was queued nowhere: popping it makes this its one run.
-            self.inner().run_task(self, task);
-        }
+        self.run_latent_forks(|| !until.signal.is_set());
         if until.signal.is_set() {
             return;
         }
@@ -406,6 +402,28 @@ impl<S: Spawner> WorkerContext<S> {
         }
         self.inner().run_until(self, Some(until));
         until.signal.spin_until_set();
+    }
+
+    /// Waits on this worker until every unit of `latch` is done (`ThreadPool::wait_for_latch`):
+    /// first it runs its own newest forks inline while they are latent task frames and units
+    /// are outstanding, so `pool_fork` + `pool_latch_wait` whose forks nobody stole finishes
+    /// with no read-modify-write on the latch (`CountLatch::close`); else as `wait_until`.
+    pub(crate) fn wait_for_latch(&self, latch: &crate::CountLatch) {
+        self.run_latent_forks(|| !latch.only_open());
+        if let Some(signal) = latch.close() {
+            self.wait_until(super::worker::Until { signal, thief: None });
+        }
+    }
+
+    /// Runs this worker's newest forks inline, newest first, while `pending` holds and the
+    /// newest frame is a latent task frame (the forks of the code that waits).
+    #[inline]
+    fn run_latent_forks(&self, pending: impl Fn() -> bool) {
+        while pending() {
+            let Some(task) = self.head.frames.pop_latent_task() else { break };
+            // A latent task frame was queued nowhere: popping it makes this its one run.
+            self.inner().run_task(self, task);
+        }
     }
 
     /// Offers every latent frame (a wait is about to search and maybe sleep); a frame that

@@ -738,7 +738,14 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// Example: [`CountLatch`](crate::CountLatch).
     pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
-        self.wait_for(latch.close());
+        match self.current_worker() {
+            Some(cx) => cx.wait_for_latch(latch),
+            None => {
+                if let Some(signal) = latch.close() {
+                    self.wait_for(signal);
+                }
+            }
+        }
     }
 
     /// The pool has no thread: start one before accepting work, so a pool that can never run
