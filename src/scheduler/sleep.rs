@@ -395,7 +395,9 @@ impl<S: Spawner> Inner<S> {
     /// tasks woken by the I/O driver or the timers while we were parked in them go to our
     /// LIFO slot without a notification (`schedule_woken`), and are ours to run.
     fn park(&self, cx: &WorkerContext<S>, is_done: &dyn Fn() -> bool, may_drive: bool) -> bool {
-        if self.spin(is_done) {
+        // The worker that would block in the I/O driver does not spin: while it spins nobody
+        // watches the I/O (`crate::io`, "Parking").
+        if !self.would_drive(may_drive) && self.spin(is_done) {
             return false;
         }
         let me = cx.worker();

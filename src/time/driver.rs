@@ -152,6 +152,13 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
+    /// Whether an idle worker that may drive would block in the I/O driver if it parked now
+    /// (a driver is installed and nobody holds the timer-parker role): a hint, read Relaxed.
+    #[inline]
+    pub(crate) fn would_drive(&self, may_drive: bool) -> bool {
+        may_drive && self.runtime.driver.is_installed() && self.timers().parker.load(Ordering::Relaxed) == 0
+    }
+
     /// Hook: an idle worker parks (`scheduler::sleep`, `park`), in place of `me.parker.park()`.
     /// With timers pending or an I/O driver installed, and nobody in the timer-parker role, it
     /// takes the role: it blocks in the driver (if there is one and `may_drive`) or on its
@@ -183,7 +190,7 @@ impl<S: Spawner> Inner<S> {
         if timeout != Some(Duration::ZERO) {
             match (drive, timeout) {
                 (true, _) => {
-                    if let Some(guard) = self.runtime.driver.lock() {
+                    if let Some(guard) = self.runtime.driver.lock(&me.parker) {
                         guard.driver.park(timeout);
                     }
                 }
