@@ -180,40 +180,6 @@ pub fn fib() -> Vec<Contender> {
 // ---------------------------------------------------------------------------------------------
 // qsort: 10M u32 from xorshift32(0xdeadbeef); join above 2048 elements, sort_unstable below.
 
-/// Branchless Lomuto partition around the median of first / middle / last (the code of
-/// `examples/fib_qsort.rs`; every pool's row calls this one function, so the ratios compare
-/// scheduling, not partitioning). Returns `mid` with `0 < mid < len`, every element of
-/// `v[..mid]` <= every element of `v[mid..]` (the pivot ends at `mid - 1`).
-///
-/// Branchless because a branchy scan (Hoare's, used here before) mispredicts on about half of
-/// the elements of random input: its partitions cost more than `sort_unstable`'s own, and no
-/// pool could reach a speed-up over `sort_unstable` on 2 cores (every row was 1.3-1.8x slower).
-fn partition(v: &mut [u32]) -> usize {
-    let last = v.len() - 1;
-    let mid = v.len() / 2;
-    // Sort first / middle / last, then move the median to `last`: the maximum of the three
-    // (now at `mid`) is >= the pivot, so at least one element goes right (`mid < len`).
-    if v[0] > v[mid] {
-        v.swap(0, mid);
-    }
-    if v[mid] > v[last] {
-        v.swap(mid, last);
-        if v[0] > v[mid] {
-            v.swap(0, mid);
-        }
-    }
-    v.swap(mid, last);
-    let pivot = v[last];
-    let mut store = 0;
-    for i in 0..last {
-        let smaller = v[i] < pivot;
-        v.swap(i, store);
-        store += smaller as usize;
-    }
-    v.swap(store, last);
-    store + 1
-}
-
 fn qsort_rayon(v: &mut [u32]) {
     if v.len() <= QSORT_CUTOFF {
         v.sort_unstable();
