@@ -60,6 +60,9 @@ $(BUILD)/%: c_tests/%.c c_tests/common.h $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 $(CFLAGS) $(CWARN) -Iinclude $< $(LIB) $(LDLIBS) -o $@
 
+# job_exported.c includes job.c.
+$(BUILD)/job_exported: c_tests/job.c
+
 $(BUILD)/%: c_tests/%.cpp c_tests/common.h $(LIB) $(HEADER)
 	@mkdir -p $(BUILD)
 	$(CXX) -std=c++17 $(CFLAGS) -Wall -Wextra -Werror -Iinclude $< $(LIB) $(LDLIBS) -o $@

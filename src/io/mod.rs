@@ -10,9 +10,9 @@
 //! * **Parking**: the idle worker that holds the timer-parker role (`time::driver`) takes the
 //!   lock and blocks in [`Driver::park`] with the next timer deadline as its timeout, instead of
 //!   its parker. It skips the idle spin before that (`scheduler::sleep`, `park`): while it
-//!   spins nobody watches the I/O, so requests that arrive wait for the spin to end (in a
-//!   2-core echo server the spin also took CPU from the client, which ran 4-11% slower for
-//!   it). Every other idle worker spins, then parks on its parker, without a timeout. A worker
+//!   spins nobody watches the I/O, so requests that arrive wait for the spin to end (and
+//!   with more threads than cores the spin takes CPU from the threads that work). Every
+//!   other idle worker spins, then parks on its parker, without a timeout. A worker
 //!   waiting for a latch (`wait_for`, help-until-complete) never blocks in the driver (the
 //!   latch's setter unparks only its parker) and, with a driver installed, does not take the
 //!   role either: so while *every* worker waits for a latch, neither I/O nor timers are
