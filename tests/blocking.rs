@@ -679,6 +679,63 @@ fn shutdown_from_inside_is_refused_and_drop_inside_does_not_deadlock() {
     });
 }
 
+/// A spawner that forwards to `ThreadSpawner` and counts `detach_all` calls.
+struct Detaching {
+    inner: ThreadSpawner,
+    detached: Arc<AtomicUsize>,
+}
+
+// SAFETY: forwards every call to ThreadSpawner.
+unsafe impl Spawner for Detaching {
+    type Parker = <ThreadSpawner as Spawner>::Parker;
+    fn new_parker(&self) -> Self::Parker {
+        self.inner.new_parker()
+    }
+    fn spawn(&self, start: ThreadStart, stack_size: usize) -> Result<(), SpawnError> {
+        self.inner.spawn(start, stack_size)
+    }
+    fn join_all(&self) {
+        self.inner.join_all()
+    }
+    fn detach_all(&self) {
+        self.detached.fetch_add(1, Ordering::AcqRel);
+        self.inner.detach_all()
+    }
+    fn current_worker(&self) -> *const () {
+        self.inner.current_worker()
+    }
+    fn set_current_worker(&self, worker: *const ()) {
+        self.inner.set_current_worker(worker)
+    }
+}
+
+/// The last handle dropped inside a task cannot join the pool's threads: it detaches them, once,
+/// so none is left neither joined nor detached (a finished, unjoined thread keeps its stack;
+/// ThreadSanitizer reports it as a thread leak).
+#[test]
+fn drop_inside_detaches_the_threads() {
+    let _g = shared();
+    watchdog("drop inside detaches", 20, || {
+        let detached = Arc::new(AtomicUsize::new(0));
+        let spawner = Detaching { inner: ThreadSpawner::new(), detached: detached.clone() };
+        let pool = Arc::new(BlockingPool::with_spawner(config(2, Duration::from_secs(1)), spawner).unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let inner = pool.clone();
+        pool.spawn_blocking(move || {
+            // Ours is the last handle once the test's is gone.
+            go_rx.recv().unwrap();
+            drop(inner);
+            tx.send(()).unwrap();
+        })
+        .unwrap();
+        drop(pool);
+        go_tx.send(()).unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).expect("the task ran");
+        assert_eq!(detached.load(Ordering::Acquire), 1, "detached once, by the drop inside the task");
+    });
+}
+
 /// The intrusive path allocates nothing per task (a warm pool at its cap).
 #[test]
 fn zero_allocation_per_intrusive_task() {

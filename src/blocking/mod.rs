@@ -699,8 +699,8 @@ impl<S: Spawner> Drop for BlockingPool<S> {
     /// Shuts the pool down (if not done yet), joins its threads and frees it.
     ///
     /// Dropping it from one of its own threads cannot join (the thread would wait for itself):
-    /// the pool then begins shutdown, lets its threads drain and exit, and leaks its state
-    /// instead of freeing memory they still use.
+    /// the pool then begins shutdown, detaches its threads (`Spawner::detach_all`), lets them
+    /// drain and exit, and leaks its state instead of freeing memory they still use.
     ///
     /// If a shutdown is in progress on another thread (the C layer's `pool_blocking_shutdown`
     /// racing `pool_blocking_destroy`), this waits for it to finish before freeing. If a
@@ -711,6 +711,9 @@ impl<S: Spawner> Drop for BlockingPool<S> {
         if inner.is_pool_thread() {
             if inner.gate.detach() {
                 inner.begin_shutdown();
+                // Nobody will join the threads: each is released as it exits instead of
+                // staying unjoined (a finished, unjoined thread keeps its stack).
+                inner.spawner.detach_all();
             }
             return;
         }
