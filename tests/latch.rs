@@ -5,13 +5,9 @@ use std::time::{Duration, Instant};
 
 use pool::{Config, CountLatch, ThreadPool};
 
-fn watchdog<T: Send + 'static>(secs: u64, what: &'static str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(secs)).unwrap_or_else(|_| panic!("watchdog: {what} did not finish in {secs} s"))
-}
+#[allow(dead_code)]
+mod common;
+use common::{watchdog, watchdog_secs};
 
 /// Sums 1 for every node of a binary tree of `depth`, each node forking its children and
 /// waiting for them with a latch on its own stack: deep nesting of waits on worker threads.
@@ -57,7 +53,7 @@ fn nested_waits_on_workers_help() {
         let pool: &'static ThreadPool<_> = Box::leak(Box::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap()));
         let count: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let depth = if cfg!(miri) { 4 } else { 12 };
-        watchdog(30, "nested tree", move || tree(pool, depth, count));
+        watchdog("nested tree", watchdog_secs(30), move |_| tree(pool, depth, count));
         assert_eq!(count.load(Ordering::Relaxed), (1 << (depth + 1)) - 1, "threads={threads}");
         pool.shutdown().unwrap();
     }
@@ -67,7 +63,7 @@ fn nested_waits_on_workers_help() {
 fn wait_from_outside_parks_until_done() {
     let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
     let p = pool.clone();
-    watchdog(30, "outside wait", move || {
+    watchdog("outside wait", watchdog_secs(30), move |_| {
         for round in 0..200 {
             let latch = Arc::new(CountLatch::new());
             let n = 1 + round % 7;
@@ -118,10 +114,14 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
     // POOL_STRESS_SCALE shrinks it under the sanitizers (as the stress tests).
     let scale: f64 = std::env::var("POOL_STRESS_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
     let rounds = if cfg!(miri) { 5 } else { ((2_000.0 * scale) as usize).max(5) };
-    watchdog(60, "helper_leaving_its_wait", move || {
+    watchdog("helper_leaving_its_wait", watchdog_secs(60), move |p| {
+        let round = Arc::new(AtomicUsize::new(0));
+        p.track_value("round", &round);
         for idle_spins in [pool::DEFAULT_IDLE_SPINS, 1, 0] {
+            p.stage(format!("idle_spins {idle_spins}"));
             let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, idle_spins, ..Config::default() }).unwrap());
-            for _ in 0..rounds {
+            for i in 0..rounds {
+                round.store(i, Ordering::Relaxed);
                 let signal = Arc::new(pool::Signal::new());
                 let ran = Arc::new(AtomicUsize::new(0));
                 let waiting = Arc::new(AtomicUsize::new(0));
@@ -131,14 +131,16 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
                     w.store(1, Ordering::Release);
                     p.wait_for(&s);
                     // Blocks this worker (not a pool wait) until the other task ran elsewhere.
+                    // Yielding, not spinning: on a loaded machine a spinning thread takes the
+                    // time slices the other worker needs.
                     while r.load(Ordering::Acquire) == 0 {
-                        std::hint::spin_loop();
+                        std::thread::yield_now();
                     }
                     d.store(1, Ordering::Release);
                 })
                 .unwrap();
                 while waiting.load(Ordering::Acquire) == 0 {
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                 }
                 let r = ran.clone();
                 pool.spawn(move || r.store(1, Ordering::Release)).unwrap();
@@ -157,7 +159,7 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
 /// the latch is unchanged and its wait still returns once the units really added are done.
 #[test]
 fn add_past_the_range_is_refused_and_changes_nothing() {
-    watchdog(30, "latch overflow", || {
+    watchdog("latch overflow", watchdog_secs(30), |_| {
         let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
         let latch = CountLatch::new();
         assert_eq!(latch.try_add(usize::MAX), Err(pool::Error::Overflow));
