@@ -1,6 +1,9 @@
 //! Where the time of the `qsort` workload goes (BENCH.md: 10M u32, join above 2,048 elements,
 //! `sort_unstable` below), on our pool (default `idle_spins`, and `idle_spins = 0`) and on
-//! rayon, 2 workers each, the same quicksort for all three (`common::partition`).
+//! rayon, 2 workers each, the same quicksort for all three (`common::partition`). With
+//! `matmul` as the second argument, the same for the `matmul` workload (1024² f64, quadrant
+//! recursion with a join per split, `common::mm_block` on 64² leaves): there `top` is 0 (no
+//! sequential first step) and `first steal` counts from the start of the run.
 //!
 //! Every partition and leaf sort is timed on the thread that runs it. Per run:
 //! * `work`: the sum of those times over the threads (the same code and data for every pool:
@@ -16,7 +19,7 @@
 //!
 //! ```sh
 //! cargo build --release --manifest-path bench/Cargo.toml --example qsort_breakdown
-//! bench/target/release/examples/qsort_breakdown [rounds, default 9]
+//! bench/target/release/examples/qsort_breakdown [rounds, default 9] [qsort|matmul]
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +29,7 @@ use std::time::Instant;
 #[allow(dead_code)]
 #[path = "../src/common.rs"]
 mod common;
-use common::{partition, stats, xorshift32_vec, QSORT_CUTOFF, QSORT_LEN, QSORT_SEED};
+use common::{mm_block, mm_matrices, partition, stats, xorshift32_vec, View, MM_BLOCK, MM_N, QSORT_CUTOFF, QSORT_LEN, QSORT_SEED};
 
 const THREADS: usize = 2;
 const POOLS: [&str; 3] = ["pool", "pool(spins 0)", "rayon"];
@@ -95,6 +98,88 @@ fn qsort_rayon(v: &mut [u32]) {
     rayon::join(|| qsort_rayon(l), || qsort_rayon(r));
 }
 
+/// `common::mm_rec`'s recursion with a timed leaf and the pool's own join, as the harness's
+/// `mm_ours` / `mm_rayon`.
+fn mm_ours(cx: &pool::WorkerContext<pool::ThreadSpawner>, c: View, a: View, b: View) {
+    if c.n <= MM_BLOCK {
+        timed(|| mm_block(c, a, b));
+        return;
+    }
+    for k in 0..2 {
+        cx.join(
+            |cx| cx.join(|cx| mm_ours(cx, c.quad(0, 0), a.quad(0, k), b.quad(k, 0)), |cx| mm_ours(cx, c.quad(0, 1), a.quad(0, k), b.quad(k, 1))),
+            |cx| cx.join(|cx| mm_ours(cx, c.quad(1, 0), a.quad(1, k), b.quad(k, 0)), |cx| mm_ours(cx, c.quad(1, 1), a.quad(1, k), b.quad(k, 1))),
+        );
+    }
+}
+
+fn mm_rayon(c: View, a: View, b: View) {
+    if c.n <= MM_BLOCK {
+        timed(|| mm_block(c, a, b));
+        return;
+    }
+    for k in 0..2 {
+        rayon::join(
+            || rayon::join(|| mm_rayon(c.quad(0, 0), a.quad(0, k), b.quad(k, 0)), || mm_rayon(c.quad(0, 1), a.quad(0, k), b.quad(k, 1))),
+            || rayon::join(|| mm_rayon(c.quad(1, 0), a.quad(1, k), b.quad(k, 0)), || mm_rayon(c.quad(1, 1), a.quad(1, k), b.quad(k, 1))),
+        );
+    }
+}
+
+/// The pool a run goes to.
+enum On<'a> {
+    Ours(&'a pool::ThreadPool<pool::ThreadSpawner>),
+    Rayon(&'a rayon::ThreadPool),
+}
+
+/// The workload: sorts `v`, or multiplies `m`'s A and B into its C (zeroed first).
+enum Work {
+    Qsort { input: Vec<u32>, v: Vec<u32> },
+    Matmul { m: [Vec<f64>; 3] },
+}
+
+impl Work {
+    fn new(matmul: bool) -> Self {
+        if !matmul {
+            let input = xorshift32_vec(QSORT_SEED, QSORT_LEN);
+            return Work::Qsort { v: input.clone(), input };
+        }
+        Work::Matmul { m: mm_matrices() }
+    }
+
+    /// Resets the output, then times one run on `on` (ns).
+    fn run(&mut self, on: On<'_>) -> u64 {
+        match self {
+            Work::Qsort { input, v } => {
+                v.copy_from_slice(input);
+                TOP_NS.store(0, Ordering::Relaxed);
+                let start = now_ns();
+                match on {
+                    On::Ours(pool) => pool.install(|cx| qsort_ours(cx, v)).expect("install"),
+                    On::Rayon(pool) => pool.install(|| qsort_rayon(v)),
+                }
+                let wall = now_ns() - start;
+                assert!(v.windows(2).all(|w| w[0] <= w[1]), "not sorted");
+                wall
+            }
+            Work::Matmul { m: [a, b, c] } => {
+                c.iter_mut().for_each(|x| *x = 0.0);
+                let view = |v: &mut Vec<f64>| View { ptr: v.as_mut_ptr(), n: MM_N };
+                let (c, a, b) = (view(c), view(a), view(b));
+                let start = now_ns();
+                // The first steal counts from the start: there is no sequential first step.
+                TOP_NS.store(0, Ordering::Relaxed);
+                TOP_END_NS.store(start, Ordering::Relaxed);
+                match on {
+                    On::Ours(pool) => pool.install(|cx| mm_ours(cx, c, a, b)).expect("install"),
+                    On::Rayon(pool) => pool.install(|| mm_rayon(c, a, b)),
+                }
+                now_ns() - start
+            }
+        }
+    }
+}
+
 /// One run's figures, ms: wall, work, idle, top, first steal.
 fn take_run(wall_ns: u64) -> [f64; 5] {
     let per: Vec<(u64, u64)> = THREADS_TOTALS
@@ -113,8 +198,14 @@ fn take_run(wall_ns: u64) -> [f64; 5] {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).map_or(9, |s| s.parse().expect("rounds"));
-    let input = xorshift32_vec(QSORT_SEED, QSORT_LEN);
+    let mut args = std::env::args().skip(1);
+    let rounds: usize = args.next().map_or(9, |s| s.parse().expect("rounds"));
+    let matmul = match args.next().as_deref() {
+        None | Some("qsort") => false,
+        Some("matmul") => true,
+        Some(other) => panic!("qsort or matmul, not {other}"),
+    };
+    let mut work = Work::new(matmul);
     let ours = pool::ThreadPool::new(pool::Config { max_threads: THREADS, ..Default::default() }).expect("pool");
     let ours_no_spin = pool::ThreadPool::new(pool::Config { max_threads: THREADS, idle_spins: 0, ..Default::default() }).expect("pool");
     let rayon = rayon::ThreadPoolBuilder::new().num_threads(THREADS).build().expect("rayon");
@@ -123,15 +214,12 @@ fn main() {
     for round in 0..=rounds {
         for k in 0..POOLS.len() {
             let which = (round + k) % POOLS.len();
-            let mut v = input.clone();
-            let start = now_ns();
-            match which {
-                0 => ours.install(|cx| qsort_ours(cx, &mut v)).expect("install"),
-                1 => ours_no_spin.install(|cx| qsort_ours(cx, &mut v)).expect("install"),
-                _ => rayon.install(|| qsort_rayon(&mut v)),
-            }
-            let run = take_run(now_ns() - start);
-            assert!(v.windows(2).all(|w| w[0] <= w[1]), "not sorted");
+            let wall = match which {
+                0 => work.run(On::Ours(&ours)),
+                1 => work.run(On::Ours(&ours_no_spin)),
+                _ => work.run(On::Rayon(&rayon)),
+            };
+            let run = take_run(wall);
             if round > 0 {
                 println!(
                     "{:14} wall {:6.1}  work {:6.1}  idle {:5.1}  top {:4.1}  first steal {:4.2} ms",

@@ -241,6 +241,64 @@ pub fn xorshift32_vec(seed: u32, len: usize) -> Vec<u32> {
         .collect()
 }
 
+/// matmul's size: C = A·B, `MM_N`×`MM_N` f64, recursion by quadrants down to `MM_BLOCK`².
+pub const MM_N: usize = 1024;
+pub const MM_BLOCK: usize = 64;
+
+/// matmul's input matrices A and B (xorshift32 seeds 1 and 2, values in 0..1) and a zeroed C.
+pub fn mm_matrices() -> [Vec<f64>; 3] {
+    let matrix = |seed| xorshift32_vec(seed, MM_N * MM_N).into_iter().map(|x| f64::from(x) / f64::from(u32::MAX)).collect();
+    [matrix(1), matrix(2), vec![0.0; MM_N * MM_N]]
+}
+
+/// A square view into a row-major `MM_N`-wide matrix.
+#[derive(Clone, Copy)]
+pub struct View {
+    pub ptr: *mut f64,
+    pub n: usize,
+}
+
+// SAFETY: views handed to two joined halves never overlap where either writes (the quadrants of
+// C are disjoint; A and B are only read).
+unsafe impl Send for View {}
+// SAFETY: as above.
+unsafe impl Sync for View {}
+
+impl View {
+    pub fn quad(self, r: usize, c: usize) -> View {
+        let h = self.n / 2;
+        // SAFETY: inside the matrix (r, c in 0..2, h = n / 2).
+        View { ptr: unsafe { self.ptr.add(r * h * MM_N + c * h) }, n: h }
+    }
+}
+
+/// c += a·b on one block, sequentially (i-k-j order).
+pub fn mm_block(c: View, a: View, b: View) {
+    for i in 0..c.n {
+        for k in 0..c.n {
+            // SAFETY: inside the views (i, k < n).
+            let aik = unsafe { *a.ptr.add(i * MM_N + k) };
+            for j in 0..c.n {
+                // SAFETY: as above.
+                unsafe { *c.ptr.add(i * MM_N + j) += aik * *b.ptr.add(k * MM_N + j) };
+            }
+        }
+    }
+}
+
+/// c += a·b by quadrants: the four products of each half run in parallel through `join4`.
+pub fn mm_rec(c: View, a: View, b: View, join4: &(dyn Fn(&mut dyn FnMut(usize)) + Sync)) {
+    if c.n <= MM_BLOCK {
+        return mm_block(c, a, b);
+    }
+    for k in 0..2 {
+        join4(&mut |q| {
+            let (r, col) = (q / 2, q % 2);
+            mm_rec(c.quad(r, col), a.quad(r, k), b.quad(k, col), join4)
+        });
+    }
+}
+
 /// Median, min, max of a non-empty slice.
 pub fn stats(values: &[f64]) -> (f64, f64, f64) {
     let mut v = values.to_vec();

@@ -4,10 +4,11 @@
 //! to `WorkerContext::join`, as chili's passes its `Scope`. [`bench_join`] is the join the
 //! harness built from `submit_lifo` + `wait_for` before the library had one (`--bench-join`).
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::hint::black_box;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
+use std::rc::Rc;
 
 use pool::{Signal, Task};
 
@@ -210,8 +211,31 @@ fn qsort_ours(cx: &Cx, v: &mut [u32]) {
     cx.join(|cx| qsort_ours(cx, l), |cx| qsort_ours(cx, r));
 }
 
-/// The input (generated once per contender, outside the timed region) and a work buffer that
-/// gets a fresh copy before every run.
+/// A workload's data, one copy for all its contenders: every contender sorts or multiplies in
+/// the same memory. With a buffer each, the physical pages differ per contender, and with them
+/// the cache-set conflicts of a power-of-two-strided matrix walk (and the page placement of a
+/// 40 MB sort): a bias that holds for every run of one invocation and differs in the next.
+struct OneCopy<T>(Rc<RefCell<T>>);
+
+impl<T> Clone for OneCopy<T> {
+    fn clone(&self) -> Self {
+        OneCopy(Rc::clone(&self.0))
+    }
+}
+
+impl<T> OneCopy<T> {
+    fn new(data: T) -> Self {
+        OneCopy(Rc::new(RefCell::new(data)))
+    }
+
+    /// The data, for one run (contenders run one at a time, on the harness's thread).
+    fn get(&self) -> std::cell::RefMut<'_, T> {
+        self.0.borrow_mut()
+    }
+}
+
+/// The input (generated once, outside the timed region) and a work buffer that gets a fresh
+/// copy before every run. One for every contender ([`OneCopy`]).
 struct SortData {
     input: Vec<u32>,
     sum: u64,
@@ -236,37 +260,48 @@ impl SortData {
 }
 
 pub fn qsort() -> Vec<Contender> {
+    let data = OneCopy::new(SortData::new());
     let mut v = vec![
-        Contender::new("sequential", "slice::sort_unstable on the whole input (the baseline)", |_| {
-            let mut data = SortData::new();
-            Box::new(move || data.sample(|v| v.sort_unstable()))
+        Contender::new("sequential", "slice::sort_unstable on the whole input (the baseline)", {
+            let data = data.clone();
+            move |_| {
+                Box::new(move || data.get().sample(|v| v.sort_unstable()))
+            }
         }),
-        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", |threads| {
-            let pool = PoolBox::new(threads);
-            let mut data = SortData::new();
-            Box::new(move || data.sample(|v| pool.get().install(|cx| qsort_ours(cx, v)).expect("install")))
+        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", {
+            let data = data.clone();
+            move |threads| {
+                let pool = PoolBox::new(threads);
+                Box::new(move || data.get().sample(|v| pool.get().install(|cx| qsort_ours(cx, v)).expect("install")))
+            }
         }),
-        Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
-            let pool = rayon_pool(threads);
-            let mut data = SortData::new();
-            Box::new(move || data.sample(|v| pool.install(|| qsort_rayon(v))))
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", {
+            let data = data.clone();
+            move |threads| {
+                let pool = rayon_pool(threads);
+                Box::new(move || data.get().sample(|v| pool.install(|| qsort_rayon(v))))
+            }
         }),
-        Contender::new("chili", "Scope::join; thread_count = N (main thread + N-1 workers)", |threads| {
-            let pool = chili_pool(threads);
-            let mut data = SortData::new();
-            Box::new(move || {
-                let mut scope = pool.scope();
-                let s = data.sample(|v| qsort_chili(&mut scope, v));
-                drop(scope);
-                s
-            })
+        Contender::new("chili", "Scope::join; thread_count = N (main thread + N-1 workers)", {
+            let data = data.clone();
+            move |threads| {
+                let pool = chili_pool(threads);
+                Box::new(move || {
+                    let mut scope = pool.scope();
+                    let s = data.get().sample(|v| qsort_chili(&mut scope, v));
+                    drop(scope);
+                    s
+                })
+            }
         }),
     ];
     if BENCH_JOIN.load(std::sync::atomic::Ordering::Relaxed) {
-        v.insert(2, Contender::new("pool(bench-join)", "harness join: stack task + submit_lifo + wait_for", |threads| {
-            let pool = PoolBox::new(threads);
-            let mut data = SortData::new();
-            Box::new(move || data.sample(|v| qsort_bench_join(pool.get(), v)))
+        v.insert(2, Contender::new("pool(bench-join)", "harness join: stack task + submit_lifo + wait_for", {
+            let data = data.clone();
+            move |threads| {
+                let pool = PoolBox::new(threads);
+                Box::new(move || data.get().sample(|v| qsort_bench_join(pool.get(), v)))
+            }
         }));
     }
     v
@@ -492,57 +527,6 @@ pub fn idle_cpu_ctx() -> Vec<Contender> {
 // matmul: C = A·B, 1024×1024 f64, quadrant recursion with a join per split down to 64×64
 // blocks (coarse work: latent joins must not lose to eager stealing).
 
-const MM_N: usize = 1024;
-const MM_BLOCK: usize = 64;
-
-/// A square view into a row-major `MM_N`-wide matrix.
-#[derive(Clone, Copy)]
-struct View {
-    ptr: *mut f64,
-    n: usize,
-}
-
-// SAFETY: views handed to two joined halves never overlap where either writes (the quadrants of
-// C are disjoint; A and B are only read).
-unsafe impl Send for View {}
-// SAFETY: as above.
-unsafe impl Sync for View {}
-
-impl View {
-    fn quad(self, r: usize, c: usize) -> View {
-        let h = self.n / 2;
-        // SAFETY: inside the matrix (r, c in 0..2, h = n / 2).
-        View { ptr: unsafe { self.ptr.add(r * h * MM_N + c * h) }, n: h }
-    }
-}
-
-/// c += a·b on one block, sequentially (i-k-j order).
-fn mm_block(c: View, a: View, b: View) {
-    for i in 0..c.n {
-        for k in 0..c.n {
-            // SAFETY: inside the views (i, k < n).
-            let aik = unsafe { *a.ptr.add(i * MM_N + k) };
-            for j in 0..c.n {
-                // SAFETY: as above.
-                unsafe { *c.ptr.add(i * MM_N + j) += aik * *b.ptr.add(k * MM_N + j) };
-            }
-        }
-    }
-}
-
-/// c += a·b by quadrants: the four products of each half run in parallel through `join4`.
-fn mm_rec(c: View, a: View, b: View, join4: &(dyn Fn(&mut dyn FnMut(usize)) + Sync)) {
-    if c.n <= MM_BLOCK {
-        return mm_block(c, a, b);
-    }
-    for k in 0..2 {
-        join4(&mut |q| {
-            let (r, col) = (q / 2, q % 2);
-            mm_rec(c.quad(r, col), a.quad(r, k), b.quad(k, col), join4)
-        });
-    }
-}
-
 fn mm_ours(cx: &Cx, c: View, a: View, b: View) {
     if c.n <= MM_BLOCK {
         return mm_block(c, a, b);
@@ -580,7 +564,8 @@ fn mm_chili(s: &mut chili::Scope<'_>, c: View, a: View, b: View) {
 }
 
 /// The matrices: A and B from xorshift32 (values in 0..1), C zeroed before each run; the
-/// checksum of the sequential product checks every contender.
+/// checksum of the sequential product checks every contender. One set for every contender
+/// ([`OneCopy`]).
 struct Matrices {
     a: Vec<f64>,
     b: Vec<f64>,
@@ -590,10 +575,8 @@ struct Matrices {
 
 impl Matrices {
     fn new() -> Self {
-        let to_f = |x: u32| f64::from(x) / f64::from(u32::MAX);
-        let a: Vec<f64> = xorshift32_vec(1, MM_N * MM_N).into_iter().map(to_f).collect();
-        let b: Vec<f64> = xorshift32_vec(2, MM_N * MM_N).into_iter().map(to_f).collect();
-        let mut m = Matrices { a, b, c: vec![0.0; MM_N * MM_N], expect: 0.0 };
+        let [a, b, c] = mm_matrices();
+        let mut m = Matrices { a, b, c, expect: 0.0 };
         m.run(|c, a, b| mm_rec(c, a, b, &|f| (0..4).for_each(|q| f(q))));
         m.expect = m.c.iter().sum();
         m
@@ -615,30 +598,39 @@ impl Matrices {
 }
 
 pub fn matmul() -> Vec<Contender> {
+    let m = OneCopy::new(Matrices::new());
     vec![
-        Contender::new("sequential", "the same blocked recursion, one thread (the baseline)", |_| {
-            let mut m = Matrices::new();
-            Box::new(move || m.sample(|c, a, b| mm_rec(c, a, b, &|f| (0..4).for_each(|q| f(q)))))
+        Contender::new("sequential", "the same blocked recursion, one thread (the baseline)", {
+            let m = m.clone();
+            move |_| {
+                Box::new(move || m.get().sample(|c, a, b| mm_rec(c, a, b, &|f| (0..4).for_each(|q| f(q)))))
+            }
         }),
-        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", |threads| {
-            let pool = PoolBox::new(threads);
-            let mut m = Matrices::new();
-            Box::new(move || m.sample(|c, a, b| pool.get().install(|cx| mm_ours(cx, c, a, b)).expect("install")))
+        Contender::new(INTRUSIVE, "WorkerContext::join inside ThreadPool::install", {
+            let m = m.clone();
+            move |threads| {
+                let pool = PoolBox::new(threads);
+                Box::new(move || m.get().sample(|c, a, b| pool.get().install(|cx| mm_ours(cx, c, a, b)).expect("install")))
+            }
         }),
-        Contender::new("rayon", "rayon::join inside ThreadPool::install", |threads| {
-            let pool = rayon_pool(threads);
-            let mut m = Matrices::new();
-            Box::new(move || m.sample(|c, a, b| pool.install(|| mm_rayon(c, a, b))))
+        Contender::new("rayon", "rayon::join inside ThreadPool::install", {
+            let m = m.clone();
+            move |threads| {
+                let pool = rayon_pool(threads);
+                Box::new(move || m.get().sample(|c, a, b| pool.install(|| mm_rayon(c, a, b))))
+            }
         }),
-        Contender::new("chili", "Scope::join; thread_count = N", |threads| {
-            let pool = chili_pool(threads);
-            let mut m = Matrices::new();
-            Box::new(move || {
-                let mut scope = pool.scope();
-                let s = m.sample(|c, a, b| mm_chili(&mut scope, c, a, b));
-                drop(scope);
-                s
-            })
+        Contender::new("chili", "Scope::join; thread_count = N", {
+            let m = m.clone();
+            move |threads| {
+                let pool = chili_pool(threads);
+                Box::new(move || {
+                    let mut scope = pool.scope();
+                    let s = m.get().sample(|c, a, b| mm_chili(&mut scope, c, a, b));
+                    drop(scope);
+                    s
+                })
+            }
         }),
     ]
 }
