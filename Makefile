@@ -4,9 +4,9 @@
 #   make header     copy the generated header over include/pool.h (check-header compares)
 #   make demo       build everything and run a real workload on the pool from C
 #   make test       every test: Rust, C, C++, Zig, loom, Miri, sanitizers, no_std builds,
-#                   install, header freshness (bounded: CI runs exactly this). It first runs
-#                   `make tools`, which installs what the suites need or fails naming it:
-#                   no suite is skipped.
+#                   install, header freshness, the benchmark crate compiles (bounded: CI
+#                   runs exactly this). It first runs `make tools`, which installs what the
+#                   suites need or fails naming it: no suite is skipped.
 #   make verify     the long versions (soak, more loom preemptions, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
 #   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
@@ -23,7 +23,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -128,6 +128,12 @@ test-miri: tool-miri
 	@set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
 	$(CARGO) +nightly miri test --target-dir target/miri --test smoke
 
+# The benchmark crate (harness, examples, C programs' build script) still compiles against the
+# library: `cargo check`, which builds no optimised code (seconds), so nothing there rots
+# between `make bench` runs.
+test-bench:
+	$(CARGO) check --manifest-path bench/Cargo.toml --all-targets
+
 # The API docs: rustdoc with every warning an error (broken links, links to private items),
 # then every doc example (README's Rust examples included) as a test.
 test-doc:
@@ -187,7 +193,7 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi
+test: tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test
