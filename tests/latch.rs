@@ -104,13 +104,17 @@ fn drop_last_handle_inside_own_task_does_not_free_in_use_state() {
     rx.recv_timeout(Duration::from_secs(10)).expect("task ran");
 }
 
-/// A worker waiting for a signal (idle, in its spin phase: counted as the one to take the next
-/// notification) whose wait ends just as a task arrives from outside must take that task's
-/// notification with it and hand it on: the task below can only run on the other worker,
+/// A worker waiting for a signal whose wait ends just as a task arrives from outside must hand
+/// on the task's notification if it took it: the task below can only run on the other worker,
 /// because the waiting task, once its signal is set, blocks until that task has run. A
 /// notification left behind would leave the other worker asleep and the two tasks stuck.
+/// Two ways to take it: the consuming CAS itself sees the wait done (`wait_or`), or the wait
+/// is seen done after the consumption and before the search it owes (`run_until`); the second
+/// needs the other worker to hold the waking right at that moment, which is likeliest while
+/// a fresh pool starts its second thread, so the rounds start a fresh pool every few rounds.
 #[test]
 fn helper_leaving_its_wait_hands_on_a_pending_wake() {
+    const ROUNDS_PER_POOL: usize = 4;
     // POOL_STRESS_SCALE shrinks it under the sanitizers (as the stress tests).
     let scale: f64 = std::env::var("POOL_STRESS_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
     let rounds = if cfg!(miri) { 5 } else { ((2_000.0 * scale) as usize).max(5) };
@@ -119,9 +123,14 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
         p.track_value("round", &round);
         for idle_spins in [pool::DEFAULT_IDLE_SPINS, 1, 0] {
             p.stage(format!("idle_spins {idle_spins}"));
-            let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, idle_spins, ..Config::default() }).unwrap());
+            let config = Config { max_threads: 2, idle_spins, ..Config::default() };
+            let mut pool = Arc::new(ThreadPool::new(config).unwrap());
             for i in 0..rounds {
                 round.store(i, Ordering::Relaxed);
+                if i > 0 && i % ROUNDS_PER_POOL == 0 {
+                    pool.shutdown().unwrap();
+                    pool = Arc::new(ThreadPool::new(config).unwrap());
+                }
                 let signal = Arc::new(pool::Signal::new());
                 let ran = Arc::new(AtomicUsize::new(0));
                 let waiting = Arc::new(AtomicUsize::new(0));

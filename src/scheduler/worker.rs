@@ -224,6 +224,11 @@ impl<S: Spawner> Inner<S> {
             unsafe { until.signal.register(&crate::latch::parker_waker(&me.parker)) }
         };
         let mut is_waking = false;
+        // A consumed notification obliges its consumer to search until the queues come up
+        // empty: the pushes it stands for may be several (`notify`'s fast path shares one).
+        // A wait that leaves before that hands a notification on (`leave_wait`), as `wait_or`
+        // does when the consuming CAS itself sees the wait done.
+        let mut owes_search = false;
         let mut draining = false;
         // The worker's own loop starts by consuming the notification that started its thread.
         let mut search = until.is_some();
@@ -237,15 +242,18 @@ impl<S: Spawner> Inner<S> {
                             Found::Nothing => None,
                             Found::Bounded => {
                                 if register() {
-                                    self.block_until(cx, until.signal, is_waking);
-                                } else if is_waking {
-                                    self.notify(true);
+                                    self.block_until(cx, until.signal, is_waking, owes_search);
+                                } else {
+                                    self.leave_wait(cx, is_waking, owes_search);
                                 }
                                 return;
                             }
                         },
                     };
-                    let Some((task, pushed)) = found else { break };
+                    let Some((task, pushed)) = found else {
+                        owes_search = false;
+                        break;
+                    };
                     if is_waking || pushed {
                         self.notify(is_waking);
                     }
@@ -288,20 +296,26 @@ impl<S: Spawner> Inner<S> {
                 me.waiting_in_task.store(false, Ordering::Relaxed);
             }
             match waited {
-                Waited::Notified(waking) => is_waking = waking,
+                Waited::Notified(waking) => {
+                    is_waking = waking;
+                    owes_search = true;
+                }
                 Waited::Done => return,
                 // Drain: queued work still runs after shutdown began.
                 Waited::Shutdown => draining = true,
             }
         }
-        self.leave_wait(cx, is_waking);
+        self.leave_wait(cx, is_waking, owes_search);
     }
 
     /// A wait is over and the worker goes back to the waiting task's code, maybe for long.
-    fn leave_wait(&self, cx: &WorkerContext<S>, is_waking: bool) {
+    fn leave_wait(&self, cx: &WorkerContext<S>, is_waking: bool, owes_search: bool) {
         if is_waking {
             self.notify(true);
-        } else if !cx.worker().ring.is_empty() {
+        } else if owes_search || !cx.worker().ring.is_empty() {
+            // `owes_search`: we consumed a notification and no search of ours came up empty
+            // since, so work we were told about may still be queued while every other worker
+            // sleeps (`tests/latch.rs`, `helper_leaving_its_wait_hands_on_a_pending_wake`).
             // Tasks left in our ring that were re-queued with the cheap notification (README,
             // "Self-requeued tasks") get a full one, so a sleeping worker takes them meanwhile.
             self.notify(false);
@@ -316,9 +330,9 @@ impl<S: Spawner> Inner<S> {
     /// signal's setter unparks us.
     #[cold]
     #[inline(never)]
-    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, is_waking: bool) {
+    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, is_waking: bool, owes_search: bool) {
         let me = cx.worker();
-        if is_waking || !me.ring.is_empty() || !me.lifo.load(Ordering::Relaxed).is_null() || !self.injector.is_empty() {
+        if is_waking || owes_search || !me.ring.is_empty() || !me.lifo.load(Ordering::Relaxed).is_null() || !self.injector.is_empty() {
             self.notify(is_waking);
         }
         cx.interrupt_interval();
