@@ -491,6 +491,9 @@ where
 {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(bound.min(builder.preemption_bound.unwrap_or(bound)));
+    // Such models run long executions (a whole pool handing roles around): more than loom's
+    // default 1,000 branches in one execution is not an endless spin there.
+    builder.max_branches = builder.max_branches.max(5_000);
     model_with(name, builder, f);
 }
 

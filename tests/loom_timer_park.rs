@@ -201,6 +201,62 @@ fn timer_role_passes_on_when_its_holder_runs_work() {
     });
 }
 
+/// A timer's task runs long on the worker whose fire woke it: the other timers must not go
+/// unwatched meanwhile.
+///
+/// Interleavings: two workers are started and idle. A task sleeps until tick `NEAR`, then
+/// blocks its worker until a second timer (polled by the main thread, due at `NEAR + 2`) has
+/// fired. One worker holds the role and parks on `NEAR`, the other parks without a timeout.
+/// The clock passes `NEAR`: the holder fires the task into its own LIFO slot (no
+/// notification) and runs it, so it blocks; once the task has started, the clock passes the
+/// second deadline. The holder must have handed the role on as it left its park for its own
+/// queue's work (`park_worker`, `leaves_idle`), so that the other worker parks on the second
+/// deadline and fires it; otherwise nobody fires it (loom: deadlock).
+///
+/// Explored at one preemption (at two it would not finish): 640,102 executions (~112 s).
+/// Fails (a deadlock) with the hand-off limited to a notified holder, as it was.
+#[test]
+fn timer_role_passes_on_when_its_fire_wakes_its_own_long_task() {
+    model_with_bound("timer_role_passes_on_when_its_fire_wakes_its_own_long_task", 1, || {
+        // No spin phase: every spin round is a loom branch, and with the role's hand-offs the
+        // default's 256 rounds take an execution far past any branch limit.
+        let config = Config { max_threads: 2, idle_spins: 0, ..Config::default() };
+        let pool = ThreadPool::with_spawner(config, LoomSpawner::with_clock()).unwrap();
+        let (first, second) = (job(), job());
+        submit(&pool, &first);
+        submit(&pool, &second);
+        wait_until_ran(&first);
+        wait_until_ran(&second);
+        let flag = StdArc::new(Flag::default());
+        let mut later = Box::pin(pool.sleep(Duration::from_nanos((NEAR + 2) * TICK)));
+        let waker = Waker::from(flag.clone());
+        assert!(later.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+        let (started, done) = (job(), job());
+        let sleep = pool.sleep(Duration::from_nanos(NEAR * TICK));
+        let (f, s2, d2) = (flag.clone(), started.clone(), done.clone());
+        let handle = pool
+            .spawn_future(async move {
+                sleep.await;
+                // SAFETY: `started` and `done` are jobs of their own, each run once here.
+                unsafe { run_job(NonNull::from(&s2.task).as_ptr()) };
+                f.wait();
+                // SAFETY: as above.
+                unsafe { run_job(NonNull::from(&d2.task).as_ptr()) };
+            })
+            .unwrap();
+        // Once the task's poll registered its timer (see `timer_wakes_a_task_into_the_parkers_own_queue`).
+        while pool.pending_timers() < 2 {
+            loom::thread::yield_now();
+        }
+        pool.spawner().advance_to(NEAR * TICK);
+        wait_until_ran(&started);
+        pool.spawner().advance_to((NEAR + 2) * TICK);
+        wait_until_ran(&done);
+        drop((handle, later));
+        shutdown(&pool);
+    });
+}
+
 /// Counts wakes.
 struct Count(AtomicUsize);
 impl Wake for Count {

@@ -475,3 +475,46 @@ fn pinned_future_is_dropped_in_place() {
         assert_eq!(MOVED.load(Ordering::Relaxed), 0, "a pinned future was moved before its drop");
     });
 }
+
+/// A timer whose task the timer parker wakes into its own queue, and that then runs long,
+/// must not leave the other pending timers unwatched: task A wakes first and then blocks its
+/// worker until task B, asleep on a later deadline, has run. B can only be fired by the
+/// other worker, idle meanwhile; if the role's holder keeps the role while it runs A (its
+/// own LIFO slot's task: no notification, so nothing else wakes the idle worker), B's
+/// deadline passes unseen and the two tasks never finish (the watchdog fails the test).
+#[test]
+fn a_long_task_woken_by_the_timer_parker_leaves_the_role_to_another_worker() {
+    watchdog("long_task_woken_by_the_timer_parker", watchdog_secs(30), |progress| {
+        let round = Arc::new(AtomicUsize::new(0));
+        progress.track_value("round", &round);
+        for i in 0..scaled_min(20, 3) {
+            round.store(i, Ordering::Relaxed);
+            let pool = pool(2);
+            let fired = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+            let f = fired.clone();
+            let a = pool
+                .spawn_future(async move {
+                    sleep(Duration::from_millis(5)).await;
+                    // Blocks this worker (not a pool wait) until B ran.
+                    let (lock, cv) = &*f;
+                    let mut b_ran = lock.lock().unwrap();
+                    while !*b_ran {
+                        b_ran = cv.wait(b_ran).unwrap();
+                    }
+                })
+                .unwrap();
+            let f = fired.clone();
+            let b = pool
+                .spawn_future(async move {
+                    sleep(Duration::from_millis(15)).await;
+                    let (lock, cv) = &*f;
+                    *lock.lock().unwrap() = true;
+                    cv.notify_all();
+                })
+                .unwrap();
+            b.join().unwrap();
+            a.join().unwrap();
+            pool.shutdown().unwrap();
+        }
+    });
+}

@@ -190,6 +190,11 @@ impl<S: Spawner> Inner<S> {
     /// bit for it to clear: the timer parker hands its role on (`time::driver`).
     #[cold]
     pub(crate) fn unpark_idle_except(&self, me: usize) {
+        // Pairs with the fence in `park`, a Dekker pair over the role word and the idle map:
+        // the caller gave the role back (a SeqCst store) before this scan, and a worker on its
+        // way to sleep set its bit before its fence and its role claim. Either that claim sees
+        // the role free and takes it, or this scan sees the bit and unparks the worker.
+        fence(Ordering::SeqCst);
         for (word_index, word) in self.idle_map.iter().enumerate() {
             let mut bits = word.load(Ordering::Relaxed);
             while bits != 0 {
@@ -413,7 +418,7 @@ impl<S: Spawner> Inner<S> {
             // worker takes the timer-parker role (`time::driver`). The tasks its dispatch
             // wakes go to our own queues with no notification until it is over.
             cx.in_park.set(true);
-            self.park_worker(me, may_drive);
+            self.park_worker(me, may_drive, is_done);
             cx.in_park.set(false);
         }
         // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or

@@ -14,9 +14,11 @@
 //! work and parks again, claiming the role), unless it is one of the pool's own workers: that
 //! one claims the role itself when it runs dry, and meanwhile fires due timers at its tick ends.
 //!
-//! The parker gives the role back when it wakes, fires what is due and, if it was woken for
-//! work while timers remain, unparks one other idle worker so the role is taken again (that
-//! worker finds no notification and parks at once, claiming it).
+//! The parker gives the role back when it wakes, fires what is due and, if it leaves idle
+//! while timers remain (woken for work, handed tasks by its own fire, or its wait is over),
+//! unparks one other idle worker so the role is taken again (that worker finds no
+//! notification and parks at once, claiming it): a task that the fire woke and that runs long
+//! must not leave the later deadlines unwatched.
 
 use core::ptr::NonNull;
 use core::time::Duration;
@@ -28,7 +30,7 @@ use super::{Instant, Sleep, TimerHandle, TimerOps, Timers, STALE_TICKS};
 use crate::platform::{Parker, Spawner};
 use crate::scheduler::worker::Worker;
 use crate::scheduler::{Error, Inner, ThreadPool};
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 use crate::task::{Batch, Task};
 
 impl<S: Spawner> Inner<S> {
@@ -78,8 +80,9 @@ impl<S: Spawner> Inner<S> {
     unsafe fn kick_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
         let inner = unsafe { pool.cast::<Self>().as_ref() };
-        // SeqCst: pairs with the parker's claim (module docs); `register` stored `next_tick`
-        // with SeqCst before.
+        // Pairs with the fence after the parker's claim (module docs); `register` stored
+        // `next_tick` with SeqCst before.
+        fence(Ordering::SeqCst);
         let parker = inner.timers().parker.load(Ordering::SeqCst);
         if parker != 0 {
             if let Some(worker) = inner.worker_at(parker - 1) {
@@ -163,7 +166,8 @@ impl<S: Spawner> Inner<S> {
     /// With timers pending or an I/O driver installed, and nobody in the timer-parker role, it
     /// takes the role: it blocks in the driver (if there is one and `may_drive`) or on its
     /// parker, until the next deadline (module docs). Otherwise it parks without a timeout.
-    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool) {
+    /// `is_done`: the condition of the wait the worker parks in, if any (`wait_or`).
+    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool, is_done: &dyn Fn() -> bool) {
         let timers = self.timers();
         let installed = self.runtime.driver.is_installed();
         let drive = may_drive && installed;
@@ -176,9 +180,12 @@ impl<S: Spawner> Inner<S> {
             me.parker.park();
             return;
         }
-        // SeqCst, after the claim: the wheel's next deadline (module docs), and any wake aimed
-        // at us before our claim was visible (`unpark_worker`: it then unparked only our parker,
-        // which the driver does not watch).
+        // After the claim: the wheel's next deadline (module docs), and any wake aimed at us
+        // before our claim was visible (`unpark_worker`: it then unparked only our parker,
+        // which the driver does not watch). The fence is the claim's half of the Dekker pair
+        // with `kick_of` (SeqCst accesses alone would do in the C++ model; loom checks the
+        // pair only through fences).
+        fence(Ordering::SeqCst);
         let next = timers.next_tick(Ordering::SeqCst);
         let s = self.load_sync(Ordering::SeqCst);
         if s.notified() || s.state() == crate::sync_word::State::Shutdown {
@@ -204,14 +211,25 @@ impl<S: Spawner> Inner<S> {
                 timers.fire(tick_of(now), true);
             }
         }
-        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.load_sync(Ordering::Relaxed).notified() {
-            // Woken for work with timers pending: hand the role to another idle worker, so a
-            // deadline passing while we run long tasks still wakes someone. (Not for the I/O
-            // driver alone: as tokio's, it is polled at tick ends meanwhile and blocked in
-            // again by the next worker to go idle; a hand-over would cost a wake-up per
-            // event batch.)
+        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.leaves_idle(me, is_done) {
+            // Leaving with timers pending (for notified work, for tasks our own fire woke into
+            // our own queues, or because our wait is over): hand the role to another idle
+            // worker, so a deadline passing while we run a long task still wakes someone.
+            // (Not for the I/O driver alone: as tokio's, it is polled at tick ends meanwhile
+            // and blocked in again by the next worker to go idle; a hand-over would cost a
+            // wake-up per event batch.)
             self.unpark_idle_except(me.index);
         }
+    }
+
+    /// Whether the worker back from its park will run something rather than park again: work
+    /// was notified, its own queues hold tasks (woken by its fire: `schedule_woken` queues
+    /// them there without a notification), or the wait it parks in is over. A hint (Relaxed).
+    fn leaves_idle(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) -> bool {
+        self.load_sync(Ordering::Relaxed).notified()
+            || !me.lifo.load(Ordering::Relaxed).is_null()
+            || !me.ring.is_empty()
+            || is_done()
     }
 
     /// Hook: shutdown (`ThreadPool::shutdown`, and the detaching drop), once tasks are no
