@@ -83,6 +83,19 @@ fn submit_at(pool: &ThreadPool<LoomSpawner>, job: &Job, ticks: u64) {
     unsafe { pool.submit_after(NonNull::from(&job.task), Duration::from_nanos(ticks * TICK)) }.unwrap();
 }
 
+/// Starts both workers of a pool of 2 and lets them go idle: two tasks in a row, so the first
+/// worker, woken for them, starts the second as it hands the waking right on. Returns the two
+/// jobs, for the caller to keep until shutdown (a job's callback may still be running).
+#[must_use]
+fn start_two_workers(pool: &ThreadPool<LoomSpawner>) -> (Arc<Job>, Arc<Job>) {
+    let (first, second) = (job(), job());
+    submit(pool, &first);
+    submit(pool, &second);
+    wait_until_ran(&first);
+    wait_until_ran(&second);
+    (first, second)
+}
+
 /// Shuts down and checks that every thread was joined.
 fn shutdown(pool: &ThreadPool<LoomSpawner>) {
     pool.shutdown().unwrap();
@@ -181,11 +194,7 @@ unsafe extern "C" fn run_long(task: *mut Task) {
 fn timer_role_passes_on_when_its_holder_runs_work() {
     model_with_bound("timer_role_passes_on_when_its_holder_runs_work", 1, || {
         let pool = pool(2);
-        let (first, second) = (job(), job());
-        submit(&pool, &first);
-        submit(&pool, &second);
-        wait_until_ran(&first);
-        wait_until_ran(&second);
+        let _started = start_two_workers(&pool);
         let flag = StdArc::new(Flag::default());
         let mut sleep = Box::pin(pool.sleep(Duration::from_nanos(NEAR * TICK)));
         let waker = Waker::from(flag.clone());
@@ -222,11 +231,7 @@ fn timer_role_passes_on_when_its_fire_wakes_its_own_long_task() {
         // default's 256 rounds take an execution far past any branch limit.
         let config = Config { max_threads: 2, idle_spins: 0, ..Config::default() };
         let pool = ThreadPool::with_spawner(config, LoomSpawner::with_clock()).unwrap();
-        let (first, second) = (job(), job());
-        submit(&pool, &first);
-        submit(&pool, &second);
-        wait_until_ran(&first);
-        wait_until_ran(&second);
+        let _started = start_two_workers(&pool);
         let flag = StdArc::new(Flag::default());
         let mut later = Box::pin(pool.sleep(Duration::from_nanos((NEAR + 2) * TICK)));
         let waker = Waker::from(flag.clone());
