@@ -108,10 +108,10 @@ fn drop_last_handle_inside_own_task_does_not_free_in_use_state() {
 /// on the task's notification if it took it: the task below can only run on the other worker,
 /// because the waiting task, once its signal is set, blocks until that task has run. A
 /// notification left behind would leave the other worker asleep and the two tasks stuck.
-/// Two ways to take it: the consuming CAS itself sees the wait done (`wait_or`), or the wait
-/// is seen done after the consumption and before the search it owes (`run_until`); the second
-/// needs the other worker to hold the waking right at that moment, which is likeliest while
-/// a fresh pool starts its second thread, so the rounds start a fresh pool every few rounds.
+/// Two ways to take it: the wait is already done when the worker consumes the notification,
+/// or it is seen done after the consumption and before the search it owes. The second needs
+/// the other worker to hold the waking right at that moment, which is likeliest while a fresh
+/// pool starts its second thread, so the rounds start a fresh pool every few rounds.
 #[test]
 fn helper_leaving_its_wait_hands_on_a_pending_wake() {
     const ROUNDS_PER_POOL: usize = 4;

@@ -248,8 +248,9 @@ impl<S: Spawner> Inner<S> {
 
     /// Called by a worker that found no work: goes idle (raising the other workers' hungry
     /// flags) and sleeps until a notification, which it consumes: `Notified(true)` if it is
-    /// now the waking thread. Returns `Shutdown` when the pool is shutting down, and, with a
-    /// `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
+    /// now the waking thread (also when `done` is true by then: the caller owes the search, or
+    /// hands the notification on). Returns `Shutdown` when the pool is shutting down, and, with
+    /// a `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
     /// the condition's setter must unpark the worker's parker after making it true.
     pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
         // Going idle: the injector interval's window in progress measures no poll time now.
@@ -305,14 +306,9 @@ impl<S: Spawner> Inner<S> {
                             // Pairs with the fence on `notify`'s fast path (see there): our
                             // search below sees every push whose notify found `notified` set.
                             fence(Ordering::SeqCst);
-                            let waking = is_waking || s.state() == State::Signaled;
-                            if leaving {
-                                // We consumed a wake meant for searching but leave to run the
-                                // waiter's own code: hand the wake on.
-                                self.notify(waking);
-                                return Waited::Done;
-                            }
-                            return Waited::Notified(waking);
+                            // Even if the wait is over (`leaving`): the consumer owes a search,
+                            // and `run_until` hands the notification on if it leaves first.
+                            return Waited::Notified(is_waking || s.state() == State::Signaled);
                         }
                         if leaving {
                             return Waited::Done;
@@ -373,8 +369,9 @@ impl<S: Spawner> Inner<S> {
             // Leaving early (for `done`, say) skips `park`'s fence, but a notifier may have
             // counted on us (it saw `spinning > 0` and unparked nobody): this fence pairs with
             // the one in `wake_one`, so the caller's re-read of `Sync` sees that notification,
-            // and `wait_or` consumes it, or hands it on when it leaves. Without it a worker
-            // leaving for `done` could strand a `Signaled` word with every other worker parked.
+            // and `wait_or` consumes it (`run_until` hands it on if the wait leaves). Without
+            // it a worker leaving for `done` could strand a `Signaled` word with every other
+            // worker parked.
             fence(Ordering::SeqCst);
         }
         seen

@@ -226,8 +226,8 @@ impl<S: Spawner> Inner<S> {
         let mut is_waking = false;
         // A consumed notification obliges its consumer to search until the queues come up
         // empty: the pushes it stands for may be several (`notify`'s fast path shares one).
-        // A wait that leaves before that hands a notification on (`leave_wait`), as `wait_or`
-        // does when the consuming CAS itself sees the wait done.
+        // A wait that leaves before that, even one that was over when it consumed the
+        // notification, hands a notification on (`leave_wait`, `block_until`).
         let mut owes_search = false;
         let mut draining = false;
         // The worker's own loop starts by consuming the notification that started its thread.
