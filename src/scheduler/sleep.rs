@@ -377,18 +377,18 @@ impl<S: Spawner> Inner<S> {
         seen
     }
 
-    /// Whether some worker's join deque holds a job (a hint: Relaxed loads, no fence).
+    /// Whether some worker's join deque holds a job (a hint: Relaxed loads, no fence). It reads
+    /// the worker table and each deque's indices, never the rest of a `Worker`: the spin asks
+    /// this on every round while a notification is pending, and a busy worker writes its
+    /// `Worker`'s first cache line (the LIFO slot) on every task it schedules, so reading that
+    /// line here (the list's `next`) would move it between the cores on every hop of a chain.
     fn has_join_work(&self) -> bool {
-        let mut worker = self.workers.load(Ordering::Acquire);
-        while let Some(w) = NonNull::new(worker) {
-            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
-            let w = unsafe { w.as_ref() };
-            if !w.joins.is_empty_hint() {
-                return true;
-            }
-            worker = w.next;
-        }
-        false
+        self.worker_table.iter().any(|slot| {
+            let worker = slot.load(Ordering::Acquire);
+            // SAFETY: a worker in the table is initialised (its Release store) and lives until
+            // the pool is dropped.
+            NonNull::new(worker).is_some_and(|w| !unsafe { Worker::joins_of(w) }.is_empty_hint())
+        })
     }
 
     /// Sleeps until unparked, unless a notification, shutdown or `done` arrived meanwhile.

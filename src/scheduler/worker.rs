@@ -120,6 +120,17 @@ impl<S: Spawner> Worker<S> {
         &padded.0
     }
 
+    /// Any thread: the join deque of a worker from the worker table, without a reference to
+    /// the whole `Worker` (as [`stats_of`](Self::stats_of)).
+    ///
+    /// # Safety
+    /// `worker` came from the worker table (initialised, and live until the pool is dropped).
+    pub(crate) unsafe fn joins_of<'a>(worker: NonNull<Worker<S>>) -> &'a crate::join::deque::JoinDeque {
+        // SAFETY: the caller's contract; only the `joins` field is borrowed, and it is only
+        // ever accessed through atomics.
+        unsafe { &*ptr::addr_of!((*worker.as_ptr()).joins) }
+    }
+
     /// Owner: counts one successful steal that took `tasks` tasks.
     #[inline]
     fn count_steal(&self, tasks: usize) {
