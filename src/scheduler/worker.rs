@@ -131,6 +131,13 @@ impl<S: Spawner> Worker<S> {
         unsafe { &*ptr::addr_of!((*worker.as_ptr()).joins) }
     }
 
+    /// Owner: whether its own queues (the ring, the LIFO slot) hold a task. A hint for the
+    /// owner's decisions to notify or to hand a role on (Relaxed).
+    #[inline]
+    pub(crate) fn holds_tasks(&self) -> bool {
+        !self.ring.is_empty() || !self.lifo.load(Ordering::Relaxed).is_null()
+    }
+
     /// Owner: counts one successful steal that took `tasks` tasks.
     #[inline]
     fn count_steal(&self, tasks: usize) {
@@ -343,7 +350,7 @@ impl<S: Spawner> Inner<S> {
     #[inline(never)]
     fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, is_waking: bool, owes_search: bool) {
         let me = cx.worker();
-        if is_waking || owes_search || !me.ring.is_empty() || !me.lifo.load(Ordering::Relaxed).is_null() || !self.injector.is_empty() {
+        if is_waking || owes_search || me.holds_tasks() || !self.injector.is_empty() {
             self.notify(is_waking);
         }
         cx.interrupt_interval();

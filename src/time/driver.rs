@@ -226,10 +226,7 @@ impl<S: Spawner> Inner<S> {
     /// was notified, its own queues hold tasks (woken by its fire: `schedule_woken` queues
     /// them there without a notification), or the wait it parks in is over. A hint (Relaxed).
     fn leaves_idle(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) -> bool {
-        self.load_sync(Ordering::Relaxed).notified()
-            || !me.lifo.load(Ordering::Relaxed).is_null()
-            || !me.ring.is_empty()
-            || is_done()
+        self.load_sync(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
     }
 
     /// Hook: shutdown (`ThreadPool::shutdown`, and the detaching drop), once tasks are no
