@@ -11,7 +11,14 @@
 //!
 //! Arguments: `pool|tokio [round_trips per connection, default 1000] [workers, default 2]`.
 //! Prints one line: server, µs per request, requests per second, and for our pool its `Stats`
-//! (parks, polled). `ECHO_SPINS=n` sets our pool's `Config::idle_spins`.
+//! (parks, polled). `ECHO_SPINS=n` sets our pool's `Config::idle_spins`. `ECHO_THREADS=1`
+//! also prints, on stderr, each thread's CPU ms, run-queue wait ms and time slices
+//! (`/proc/.../schedstat`): the client's at its end, the server's after the run.
+//!
+//! `pairs N [round_trips] [workers]`: N pairs of one-server processes (this program, `pool` then
+//! `tokio`, the order swapped every other pair), then the medians (min–max), the median and
+//! geometric mean of the per-pair ratios pool ÷ tokio (µs per request: below 1, ours is
+//! faster), and in how many pairs ours was faster.
 //!
 //! `idle`: the process CPU time (getrusage) over 2 s of idleness after one task, with no pool,
 //! with our pool, and with our pool and its I/O driver installed (one worker blocked in
@@ -27,6 +34,9 @@ use echo_serve::{drive, serve_ours, serve_tokio, CONNECTIONS};
 fn ours(threads: usize, round_trips: usize) -> (f64, String) {
     let (pool, _net, addr) = serve_ours(threads);
     let secs = drive(addr, round_trips);
+    if std::env::var_os("ECHO_THREADS").is_some() {
+        echo_serve::print_threads();
+    }
     let s = pool.stats();
     (secs, format!("parks {} polled {} steals {}", s.parks, s.polled, s.steals))
 }
@@ -34,6 +44,9 @@ fn ours(threads: usize, round_trips: usize) -> (f64, String) {
 fn tokio(threads: usize, round_trips: usize) -> (f64, String) {
     let (rt, addr) = serve_tokio(threads);
     let secs = drive(addr, round_trips);
+    if std::env::var_os("ECHO_THREADS").is_some() {
+        echo_serve::print_threads();
+    }
     drop(rt);
     (secs, String::new())
 }
@@ -74,11 +87,55 @@ fn idle() {
     println!("idle CPU ms over 2 s: no pool {no_pool:.2}, pool {ours:.2}, pool with its I/O driver {ours_net:.2}");
 }
 
+/// One run of `server` in a process of its own: its µs per request.
+fn run_child(server: &str, rest: &[String]) -> f64 {
+    let exe = std::env::current_exe().expect("own path");
+    let out = std::process::Command::new(exe).arg(server).args(rest).output().expect("run a server");
+    assert!(out.status.success(), "{server} run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8_lossy(&out.stdout);
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("unexpected output {line:?}"))
+}
+
+fn pairs(n: usize, rest: &[String]) {
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
+    };
+    let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let (p, t) = if i % 2 == 0 {
+            let p = run_child("pool", rest);
+            (p, run_child("tokio", rest))
+        } else {
+            let t = run_child("tokio", rest);
+            (run_child("pool", rest), t)
+        };
+        ours.push(p);
+        theirs.push(t);
+        ratios.push(p / t);
+    }
+    let range = |v: &[f64]| (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max));
+    let ((pl, ph), (tl, th)) = (range(&ours), range(&theirs));
+    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / n as f64).exp();
+    println!(
+        "{n} pairs, µs/request: pool {:.2} ({pl:.2}–{ph:.2}), tokio {:.2} ({tl:.2}–{th:.2}); pool ÷ tokio per pair: median {:.3}, geometric mean {geomean:.3}; pool faster in {} of {n}",
+        median(&ours),
+        median(&theirs),
+        median(&ratios),
+        ratios.iter().filter(|&&r| r < 1.0).count()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let server = args.get(1).map_or("pool", String::as_str);
     if server == "idle" {
         return idle();
+    }
+    if server == "pairs" {
+        let n = args.get(2).and_then(|v| v.parse().ok()).filter(|&n| n > 0).expect("pairs N: N > 0");
+        return pairs(n, &args[3..]);
     }
     let round_trips = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(1_000);
     let threads = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(2);

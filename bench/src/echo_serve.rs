@@ -42,11 +42,39 @@ pub fn drive(addr: SocketAddr, round_trips: usize) -> f64 {
             for t in tasks {
                 t.await.expect("client task");
             }
-            start.elapsed().as_secs_f64()
+            let secs = start.elapsed().as_secs_f64();
+            if std::env::var_os("ECHO_THREADS").is_some() {
+                eprintln!("client {}", thread_cpu_ms("/proc/thread-self/schedstat"));
+            }
+            secs
         })
     })
     .join()
     .expect("client thread")
+}
+
+/// The CPU time and the run-queue wait (ms) in a `/proc/.../schedstat` file (its first two
+/// fields, in ns), and the times it was scheduled, as a string.
+pub fn thread_cpu_ms(path: &str) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let f: Vec<f64> = s.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    if f.len() < 3 {
+        return String::from("?");
+    }
+    format!("{:.0}/{:.0}/{}", f[0] / 1e6, f[1] / 1e6, f[2])
+}
+
+/// Prints each live thread of this process with its CPU time so far (`ECHO_THREADS`).
+pub fn print_threads() {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return };
+    let mut line = String::new();
+    for t in dir.flatten() {
+        let p = t.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        let ms = thread_cpu_ms(&p.join("schedstat").to_string_lossy());
+        line += &format!("{}={} ", comm.trim(), ms);
+    }
+    eprintln!("threads cpu/wait ms/slices: {line}");
 }
 
 /// Our server: a pool of `threads` workers (`ECHO_SPINS=n` sets its `idle_spins`) with its I/O
