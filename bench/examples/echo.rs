@@ -35,7 +35,7 @@ fn ours(threads: usize, round_trips: usize) -> (f64, String) {
     let (pool, _net, addr) = serve_ours(threads);
     let secs = drive(addr, round_trips);
     if std::env::var_os("ECHO_THREADS").is_some() {
-        echo_serve::print_threads();
+        print_threads();
     }
     let s = pool.stats();
     (secs, format!("parks {} polled {} steals {}", s.parks, s.polled, s.steals))
@@ -45,10 +45,23 @@ fn tokio(threads: usize, round_trips: usize) -> (f64, String) {
     let (rt, addr) = serve_tokio(threads);
     let secs = drive(addr, round_trips);
     if std::env::var_os("ECHO_THREADS").is_some() {
-        echo_serve::print_threads();
+        print_threads();
     }
     drop(rt);
     (secs, String::new())
+}
+
+/// Prints each live thread of this process with its CPU time so far (`ECHO_THREADS`).
+fn print_threads() {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return };
+    let mut line = String::new();
+    for t in dir.flatten() {
+        let p = t.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        let ms = echo_serve::thread_cpu_ms(&p.join("schedstat").to_string_lossy());
+        line += &format!("{}={} ", comm.trim(), ms);
+    }
+    eprintln!("threads cpu/wait ms/slices: {line}");
 }
 
 /// Process CPU time (user + system) in ms.

@@ -64,19 +64,6 @@ pub fn thread_cpu_ms(path: &str) -> String {
     format!("{:.0}/{:.0}/{}", f[0] / 1e6, f[1] / 1e6, f[2])
 }
 
-/// Prints each live thread of this process with its CPU time so far (`ECHO_THREADS`).
-pub fn print_threads() {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return };
-    let mut line = String::new();
-    for t in dir.flatten() {
-        let p = t.path();
-        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        let ms = thread_cpu_ms(&p.join("schedstat").to_string_lossy());
-        line += &format!("{}={} ", comm.trim(), ms);
-    }
-    eprintln!("threads cpu/wait ms/slices: {line}");
-}
-
 /// Our server: a pool of `threads` workers (`ECHO_SPINS=n` sets its `idle_spins`) with its I/O
 /// driver, accepting and echoing on spawned futures. Keep the pool and the driver alive while
 /// the server is used.
