@@ -1,7 +1,8 @@
 //! The I/O driver hook (`src/io/`): a driver that blocks on a condvar until unparked or timed
 //! out, and counts its calls. Checks that an idle worker blocks in it, that a submit or a
 //! notification wakes a worker blocked in it (a lost wake-up would hang: watchdog), that busy
-//! workers poll it at tick ends, and that timers still fire while a worker waits in it.
+//! workers poll it at tick ends, that timers still fire while a worker waits in it, and that
+//! shutdown tells it once.
 
 mod common;
 
@@ -21,6 +22,7 @@ struct CondDriver {
     parks: AtomicUsize,
     timed_parks: AtomicUsize,
     unparks: AtomicUsize,
+    shutdowns: AtomicUsize,
 }
 
 impl Driver for CondDriver {
@@ -50,6 +52,9 @@ impl Driver for CondDriver {
         *self.token.lock().unwrap() = true;
         self.cond.notify_one();
     }
+    fn shutdown(&self) {
+        self.shutdowns.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[test]
@@ -75,7 +80,11 @@ fn idle_worker_blocks_in_the_driver_and_wakes_for_work() {
                 assert_eq!(rx.recv().unwrap(), round, "a submit must wake a worker blocked in the driver");
             }
             assert!(driver.unparks.load(Ordering::Relaxed) > 0, "the driver's unpark was used");
+            assert_eq!(driver.shutdowns.load(Ordering::Relaxed), 0);
             pool.shutdown().unwrap();
+            assert_eq!(driver.shutdowns.load(Ordering::Relaxed), 1, "shutdown tells the driver once");
+            drop(pool);
+            assert_eq!(driver.shutdowns.load(Ordering::Relaxed), 1, "the drop after a shutdown does not tell it again");
         }
     });
 }

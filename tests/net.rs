@@ -202,3 +202,117 @@ fn short_transfers_clear_readiness_but_not_a_close() {
         assert_eq!(reader.join().unwrap(), TOTAL);
     });
 }
+
+/// Connecting to a port nobody listens on fails with the OS's error; it does not wait.
+#[test]
+fn connect_to_a_closed_port_fails() {
+    watchdog("connect_to_a_closed_port_fails", watchdog_secs(30), |_| {
+        let (pool, net) = pool_and_net(2);
+        let addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let r = pool.block_on(TcpStream::connect(&net, addr));
+        assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::ConnectionRefused);
+    });
+}
+
+/// A read abandoned by `timeout` leaves the socket usable: the next read gets the data that
+/// came later (the dropped read's waker is replaced, no event is lost).
+#[test]
+fn a_read_that_timed_out_leaves_the_socket_usable() {
+    watchdog("a_read_that_timed_out_leaves_the_socket_usable", watchdog_secs(30), |_| {
+        let (pool, net) = pool_and_net(2);
+        let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = pool.spawn_future(async move { listener.accept().await.unwrap().0 }).unwrap();
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        let server = Arc::new(accepted.join().unwrap());
+        let s = server.clone();
+        let timed_out = pool
+            .spawn_future(async move {
+                let mut buf = [0u8; 8];
+                pool::time::timeout(Duration::from_millis(20), s.read(&mut buf)).await.map(|r| r.map(|n| buf[..n].to_vec()))
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(timed_out.is_err(), "a silent peer's read completed: {timed_out:?}");
+        std::io::Write::write_all(&mut client, b"late").unwrap();
+        let got = pool.block_on(async {
+            let mut buf = [0u8; 4];
+            server.read_exact(&mut buf).await.unwrap();
+            buf
+        });
+        assert_eq!(&got, b"late");
+    });
+}
+
+/// Writing to a peer that went away reports an error (no SIGPIPE, no hang), within a bounded
+/// number of writes.
+#[test]
+fn writing_to_a_closed_peer_fails() {
+    watchdog("writing_to_a_closed_peer_fails", watchdog_secs(30), |_| {
+        let (pool, net) = pool_and_net(2);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stream = pool.block_on(TcpStream::connect(&net, addr)).unwrap();
+        drop(listener.accept().unwrap());
+        drop(listener);
+        let failed = pool.block_on(async {
+            for _ in 0..1000 {
+                if stream.write_all(&[1u8; 1024]).await.is_err() {
+                    return true;
+                }
+                pool.sleep(Duration::from_millis(1)).await;
+            }
+            false
+        });
+        assert!(failed, "1,000 writes to a closed peer all succeeded");
+    });
+}
+
+/// Tasks waiting on sockets when the pool shuts down are cancelled (their futures dropped,
+/// their sockets deregistered), and shutdown does not wait for I/O that never comes. A socket
+/// used from outside the pool afterwards fails at once instead of waiting for a driver nobody
+/// polls any more.
+#[test]
+fn shutdown_cancels_io_waits_and_fails_later_io() {
+    watchdog("shutdown_cancels_io_waits_and_fails_later_io", watchdog_secs(30), |progress| {
+        let (pool, net) = pool_and_net(2);
+        let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = pool.spawn_future(async move { listener.accept().await.unwrap().0 }).unwrap();
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let server = Arc::new(accepted.join().unwrap());
+        let waiting: Vec<_> = (0..4)
+            .map(|_| {
+                let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
+                pool.spawn_future(async move { listener.accept().await.map(|_| ()) }).unwrap()
+            })
+            .collect();
+        let s = server.clone();
+        let reader = pool
+            .spawn_future(async move {
+                let mut buf = [0u8; 8];
+                s.read(&mut buf).await
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        progress.stage("shutdown");
+        pool.shutdown().unwrap();
+        progress.stage("joins");
+        for h in waiting {
+            assert!(h.join().unwrap_err().is_cancelled());
+        }
+        assert!(reader.join().unwrap_err().is_cancelled());
+        // After shutdown: an error, not a wait for ever.
+        progress.stage("read after shutdown");
+        let r = pool.block_on(async {
+            let mut buf = [0u8; 8];
+            server.read(&mut buf).await
+        });
+        assert!(r.is_err(), "a read after shutdown returned {r:?}");
+        assert!(TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).is_err(), "registered after shutdown");
+    });
+}

@@ -18,6 +18,9 @@
 //!   role either: so while *every* worker waits for a latch, neither I/O nor timers are
 //!   watched until one of them runs again (a pool whose tasks all block in joins on work
 //!   that waits for I/O or a timer needs another worker).
+//! * **Shutdown**: once tasks are no longer polled, the pool calls [`Driver::shutdown`] (after
+//!   firing its timers): the tasks waiting for I/O are woken and cancelled, as sleeping ones
+//!   are, since the runtime keeps no list of idle tasks to cancel (`crate::runtime`).
 //! * **Waking**: every path that wakes a particular worker (a notification's `wake_one`,
 //!   shutdown, a new earliest timer, the role's hand-over) unparks its parker and, if that
 //!   worker holds the role, calls [`Driver::unpark`] too. A worker that claims the role after
@@ -71,6 +74,13 @@ pub trait Driver: Send + Sync + 'static {
     fn park(&self, timeout: Option<Duration>);
     /// Makes a thread blocked in [`park`](Self::park) return; from any thread.
     fn unpark(&self);
+    /// The pool is shutting down and polls no task any more: wake every task that waits for
+    /// I/O (the pool cancels them: their futures are dropped, their `JoinHandle`s report
+    /// cancelled), and make later waits fail at once instead of waiting for a poll that will
+    /// not come. Called once, from the thread that shuts the pool down (or drops it), while
+    /// workers may still call the other methods. The default does nothing: a driver whose
+    /// waiters are not the pool's tasks (a C host's) handles shutdown itself.
+    fn shutdown(&self) {}
 }
 
 /// A shared driver (the pool holds one reference; its sockets others).
@@ -84,6 +94,9 @@ impl<D: Driver + ?Sized> Driver for alloc::sync::Arc<D> {
     }
     fn unpark(&self) {
         (**self).unpark();
+    }
+    fn shutdown(&self) {
+        (**self).shutdown();
     }
 }
 

@@ -41,6 +41,13 @@
 //! return `WouldBlock` (tokio does the same). The closed bits stay set: a peer's close that
 //! arrived with the last data, before such a clear, has no later event to announce it, so the
 //! next read must still see it and return 0.
+//!
+//! # Shutdown
+//! When its pool shuts down the driver is polled no more ([`Driver::shutdown`]): it sets a
+//! shut-down bit in every socket's readiness and wakes both waiters, so the pool's tasks that
+//! waited are cancelled and a wait from anywhere else ends; from then on every operation, and
+//! every new socket, fails with an `ErrorKind::Other` error, "the pool's I/O driver is shut
+//! down", instead of waiting for ever.
 
 use std::boxed::Box;
 use std::vec::Vec;
@@ -66,7 +73,9 @@ const WRITABLE: usize = 2;
 const CLOSED_SHIFT: u32 = 2;
 const READ_CLOSED: usize = READABLE << CLOSED_SHIFT;
 const WRITE_CLOSED: usize = WRITABLE << CLOSED_SHIFT;
-const EVENT_ONE: usize = 16;
+/// The pool shut down (module docs, "Shutdown"): every operation fails at once. Never cleared.
+const SHUT_DOWN: usize = 16;
+const EVENT_ONE: usize = 32;
 
 /// Whether mio's poller is edge-triggered on this OS (epoll, kqueue), so that a short read or
 /// write shows the direction is no longer ready (module docs, "Readiness").
@@ -95,7 +104,7 @@ struct ScheduledIo {
 }
 
 impl ScheduledIo {
-    /// The driver saw an event with `ready` bits.
+    /// The driver saw an event with `ready` bits (or the pool shut down: `SHUT_DOWN`).
     fn dispatch(&self, ready: usize) {
         // One RMW: the event count and the bits. Release: pairs with the Acquire loads of the
         // waiting operation.
@@ -103,8 +112,8 @@ impl ScheduledIo {
         let woken = {
             let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
             [
-                if ready & (READABLE | READ_CLOSED) != 0 { wakers[0].take() } else { None },
-                if ready & (WRITABLE | WRITE_CLOSED) != 0 { wakers[1].take() } else { None },
+                if ready & (READABLE | READ_CLOSED | SHUT_DOWN) != 0 { wakers[0].take() } else { None },
+                if ready & (WRITABLE | WRITE_CLOSED | SHUT_DOWN) != 0 { wakers[1].take() } else { None },
             ]
         };
         for w in woken.into_iter().flatten() {
@@ -112,12 +121,14 @@ impl ScheduledIo {
         }
     }
 
-    /// Ready (or closed) in direction `dir` (READABLE or WRITABLE): the readiness word seen.
-    fn poll_ready(&self, dir: usize, cx: &Context<'_>) -> Poll<usize> {
-        let ready = dir | dir << CLOSED_SHIFT;
+    /// Ready (or closed) in direction `dir` (READABLE or WRITABLE): the readiness word seen;
+    /// an error once the pool shut down.
+    fn poll_ready(&self, dir: usize, cx: &Context<'_>) -> Poll<io::Result<usize>> {
+        let ready = dir | dir << CLOSED_SHIFT | SHUT_DOWN;
+        let seen = |r: usize| if r & SHUT_DOWN != 0 { Err(shut_down()) } else { Ok(r) };
         let r = self.readiness.load(Ordering::Acquire);
         if r & ready != 0 {
-            return Poll::Ready(r);
+            return Poll::Ready(seen(r));
         }
         {
             let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
@@ -130,7 +141,7 @@ impl ScheduledIo {
         // After the waker is in place: an event dispatched before it was is seen here.
         let r = self.readiness.load(Ordering::Acquire);
         if r & ready != 0 {
-            Poll::Ready(r)
+            Poll::Ready(seen(r))
         } else {
             Poll::Pending
         }
@@ -145,6 +156,11 @@ impl ScheduledIo {
     }
 }
 
+/// The error of every operation on a socket whose pool shut down (module docs, "Shutdown").
+fn shut_down() -> io::Error {
+    io::Error::other("the pool's I/O driver is shut down")
+}
+
 /// The driver: the OS poller, its waker, and the registered sockets by token.
 /// The poller, its event buffer, and the batch being dispatched (kept for its capacity).
 type Poller = (mio::Poll, Events, Vec<(Arc<ScheduledIo>, usize)>);
@@ -153,7 +169,8 @@ struct NetInner {
     poll: Mutex<Poller>,
     registry: mio::Registry,
     waker: mio::Waker,
-    ios: Mutex<HashMap<usize, Arc<ScheduledIo>>>,
+    /// The registered sockets; `None` once the pool shut down (nothing registers after that).
+    ios: Mutex<Option<HashMap<usize, Arc<ScheduledIo>>>>,
     next_token: AtomicUsize,
 }
 
@@ -188,13 +205,22 @@ impl NetInner {
                 if event.is_write_closed() || event.is_error() {
                     ready |= WRITE_CLOSED;
                 }
-                if let Some(io) = ios.get(&event.token().0) {
+                if let Some(io) = ios.as_ref().and_then(|ios| ios.get(&event.token().0)) {
                     batch.push((io.clone(), ready));
                 }
             }
         }
         for (io, ready) in batch.drain(..) {
             io.dispatch(ready);
+        }
+    }
+}
+
+impl NetInner {
+    /// Forgets socket `token` (nothing to do after shutdown: the table is gone).
+    fn remove(&self, token: usize) {
+        if let Some(ios) = self.ios.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            ios.remove(&token);
         }
     }
 }
@@ -209,6 +235,14 @@ impl Driver for NetInner {
     fn unpark(&self) {
         // An eventfd write: kept until the next poll if nobody is blocked yet.
         let _ = self.waker.wake();
+    }
+    fn shutdown(&self) {
+        // The table goes, so nothing registers any more; the wakes run after its lock is
+        // released (a cancelled task's socket takes it when dropped).
+        let ios = self.ios.lock().unwrap_or_else(PoisonError::into_inner).take();
+        for io in ios.into_iter().flat_map(HashMap::into_values) {
+            io.dispatch(SHUT_DOWN);
+        }
     }
 }
 
@@ -237,7 +271,7 @@ impl Net {
             poll: Mutex::new((poll, Events::with_capacity(1024), Vec::with_capacity(1024))),
             registry,
             waker,
-            ios: Mutex::new(HashMap::new()),
+            ios: Mutex::new(Some(HashMap::new())),
             next_token: AtomicUsize::new(0),
         });
         pool.set_driver(Box::new(inner.clone())).map_err(|_| io::Error::new(io::ErrorKind::AlreadyExists, "the pool already has an I/O driver"))?;
@@ -247,9 +281,9 @@ impl Net {
     fn register(&self, source: &mut impl mio::event::Source, interest: Interest) -> io::Result<Registration> {
         let token = self.0.next_token.fetch_add(1, Ordering::Relaxed);
         let io = Arc::new(ScheduledIo::default());
-        self.0.ios.lock().unwrap_or_else(PoisonError::into_inner).insert(token, io.clone());
+        self.0.ios.lock().unwrap_or_else(PoisonError::into_inner).as_mut().ok_or_else(shut_down)?.insert(token, io.clone());
         if let Err(e) = self.0.registry.register(source, Token(token), interest) {
-            self.0.ios.lock().unwrap_or_else(PoisonError::into_inner).remove(&token);
+            self.0.remove(token);
             return Err(e);
         }
         Ok(Registration { net: self.clone(), token, io })
@@ -268,7 +302,8 @@ impl Registration {
     async fn io<R>(&self, dir: usize, mut op: impl FnMut() -> io::Result<R>) -> io::Result<R> {
         poll_fn(|cx| loop {
             let seen = match self.io.poll_ready(dir, cx) {
-                Poll::Ready(r) => r,
+                Poll::Ready(Ok(r)) => r,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             };
             match op() {
@@ -284,7 +319,8 @@ impl Registration {
     async fn io_stream(&self, dir: usize, len: usize, mut op: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
         poll_fn(|cx| loop {
             let seen = match self.io.poll_ready(dir, cx) {
-                Poll::Ready(r) => r,
+                Poll::Ready(Ok(r)) => r,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             };
             match op() {
@@ -303,7 +339,7 @@ impl Registration {
 
     fn deregister(&self, source: &mut impl mio::event::Source) {
         let _ = self.net.0.registry.deregister(source);
-        self.net.0.ios.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+        self.net.0.remove(self.token);
     }
 }
 

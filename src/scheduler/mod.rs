@@ -804,8 +804,9 @@ impl<S: Spawner> ThreadPool<S> {
         inner.injector.close();
         inner.begin_shutdown();
         // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
-        // tasks queued), and shutdown never waits for a deadline.
-        inner.shutdown_timers();
+        // tasks queued) and tasks waiting for I/O are woken (cancelled): shutdown never waits
+        // for a deadline or for I/O.
+        inner.shutdown_waits();
         inner.wait_for_threads();
         inner.spawner.join_all();
         // Left-overs: tasks no thread could ever run, and external submits that were accepted
@@ -882,7 +883,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             if inner.gate.detach() {
                 inner.injector.close();
                 inner.begin_shutdown();
-                inner.shutdown_timers();
+                inner.shutdown_waits();
                 inner.spawner.detach_all();
             }
             return;

@@ -231,9 +231,14 @@ impl<S: Spawner> Inner<S> {
 
     /// Hook: shutdown (`ThreadPool::shutdown`, and the detaching drop), once tasks are no
     /// longer polled: closes the wheel and fires every pending timer (module docs of
-    /// `crate::time`).
-    pub(crate) fn shutdown_timers(&self) {
+    /// `crate::time`), then lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]).
+    /// Either way the waiting tasks are woken into a closing pool and cancelled, and shutdown
+    /// waits for neither a deadline nor I/O.
+    pub(crate) fn shutdown_waits(&self) {
         self.timers().shutdown();
+        if let Some(driver) = self.runtime.driver.get() {
+            driver.shutdown();
+        }
     }
 }
 
