@@ -221,6 +221,13 @@ int main(void)
 
     CHECK_STATUS(pool_shutdown(pool), POOL_OK, "shutdown with a worker blocked in the driver");
     pool_destroy(pool);
+
+    /* 5. a driver installed after shutdown is refused (nobody would ever poll it) */
+    if (CHECK_STATUS(pool_create(&cfg, &pool), POOL_OK, "create another")) {
+        CHECK_STATUS(pool_shutdown(pool), POOL_OK, "shutdown first");
+        CHECK_STATUS(pool_set_driver(pool, &drv), POOL_ERR_SHUTDOWN, "a driver after shutdown");
+        pool_destroy(pool);
+    }
     printf("     (parks %d, timed parks %d, unparks %d, polls %d)\n", atomic_load(&d.parks),
            atomic_load(&d.timed_parks), atomic_load(&d.unparks), atomic_load(&d.polls));
     return test_finish();

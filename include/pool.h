@@ -913,7 +913,9 @@ int pool_submit_after(struct pool *pool, struct task *task, uint64_t delay_ns);
 
 /**
  * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
- * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver.
+ * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver,
+ * POOL_ERR_SHUTDOWN if the pool was shut down (the driver is then never called, but its
+ * callbacks and `context` must still stay valid until `pool_destroy` returns).
  */
 int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
 

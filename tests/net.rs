@@ -314,5 +314,9 @@ fn shutdown_cancels_io_waits_and_fails_later_io() {
         });
         assert!(r.is_err(), "a read after shutdown returned {r:?}");
         assert!(TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).is_err(), "registered after shutdown");
+        // A driver installed after shutdown would never be polled: refused.
+        let late = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        late.shutdown().unwrap();
+        assert!(Net::install(&late).is_err(), "a driver installed after shutdown");
     });
 }

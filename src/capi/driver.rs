@@ -64,7 +64,9 @@ impl Driver for CDriver {
 }
 
 /// Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
-/// pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver.
+/// pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver,
+/// POOL_ERR_SHUTDOWN if the pool was shut down (the driver is then never called, but its
+/// callbacks and `context` must still stay valid until `pool_destroy` returns).
 #[no_mangle]
 pub extern "C" fn pool_set_driver(pool: *mut Pool, driver: *const pool_driver) -> c_int {
     boundary(|| {
@@ -78,6 +80,7 @@ pub extern "C" fn pool_set_driver(pool: *mut Pool, driver: *const pool_driver) -
         match unsafe { borrow(pool) }.set_driver(Box::new(driver)) {
             Ok(()) => POOL_OK,
             Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
+            Err(Error::Shutdown) => POOL_ERR_SHUTDOWN,
             Err(_) => POOL_ERR_INVALID,
         }
     })

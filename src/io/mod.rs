@@ -34,7 +34,7 @@ use core::time::Duration;
 
 use crate::platform::Spawner;
 use crate::scheduler::{Error, ThreadPool};
-use crate::sync::{AtomicBool, AtomicPtr, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicPtr, Ordering};
 
 /// An I/O driver (see the module docs for when the pool calls each method). All three may be
 /// called from any of the pool's threads; `poll` and `park` never concurrently (the pool holds
@@ -100,11 +100,17 @@ impl<D: Driver + ?Sized> Driver for alloc::sync::Arc<D> {
     }
 }
 
-/// The pool's installed driver (at most one, set once) and the lock around `poll` / `park`.
+/// The pool's installed driver (at most one, set once), the lock around `poll` / `park`, and
+/// whether the pool shut down (its driver is told once, however installing and shutting down
+/// interleave).
 pub(crate) struct DriverSlot {
     /// A leaked `Box<Box<dyn Driver>>` (a thin pointer), or null. Set once, freed on drop.
     driver: AtomicPtr<Box<dyn Driver>>,
     busy: AtomicBool,
+    /// The pool shut down (`shutdown`).
+    closed: AtomicBool,
+    /// `Driver::shutdown` was called (by `shutdown` or by a `set` that came after it).
+    told: AtomicBool,
 }
 
 impl fmt::Debug for DriverSlot {
@@ -137,7 +143,30 @@ impl Drop for DriverGuard<'_> {
 
 impl DriverSlot {
     pub(crate) fn new() -> Self {
-        Self { driver: AtomicPtr::new(core::ptr::null_mut()), busy: AtomicBool::new(false) }
+        Self {
+            driver: AtomicPtr::new(core::ptr::null_mut()),
+            busy: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            told: AtomicBool::new(false),
+        }
+    }
+
+    /// The pool shut down: tells the installed driver ([`Driver::shutdown`]), now or when one
+    /// is installed later (`set`). Store, fence, load on both sides (a Dekker pair; loom
+    /// checks it through the fences): either this load sees the driver, or `set`'s load of
+    /// `closed` sees the store; `told` makes it once.
+    pub(crate) fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.tell();
+    }
+
+    fn tell(&self) {
+        let ptr = self.driver.load(Ordering::Acquire);
+        if !ptr.is_null() && !self.told.swap(true, Ordering::AcqRel) {
+            // SAFETY: set once, freed only when the pool is.
+            unsafe { &**ptr }.shutdown();
+        }
     }
 
     /// The driver, if one is installed (Acquire: pairs with `set`'s Release).
@@ -176,13 +205,23 @@ impl DriverSlot {
         Some(DriverGuard { slot: self, driver })
     }
 
-    fn set(&self, driver: Box<dyn Driver>) -> Result<(), Box<dyn Driver>> {
+    /// Installs `driver`. `Err(Error::AlreadyStarted)` if one is installed (the new one is
+    /// dropped); `Err(Error::Shutdown)` if the pool shut down first (it stays installed, and
+    /// has been told).
+    fn set(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
         let boxed = Box::into_raw(Box::new(driver));
-        match self.driver.compare_exchange(core::ptr::null_mut(), boxed, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => Ok(()),
+        if self.driver.compare_exchange(core::ptr::null_mut(), boxed, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             // SAFETY: not published: still ours.
-            Err(_) => Err(*unsafe { Box::from_raw(boxed) }),
+            drop(unsafe { Box::from_raw(boxed) });
+            return Err(Error::AlreadyStarted);
         }
+        // The other half of `shutdown`'s pair.
+        fence(Ordering::SeqCst);
+        if self.closed.load(Ordering::SeqCst) {
+            self.tell();
+            return Err(Error::Shutdown);
+        }
+        Ok(())
     }
 }
 
@@ -191,12 +230,14 @@ impl<S: Spawner> ThreadPool<S> {
     /// ends and one idle worker blocks in it (see [`crate::io`]).
     ///
     /// # Errors
-    /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped).
+    /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped);
+    /// [`Error::Shutdown`] if the pool was shut down (the driver has been told:
+    /// [`Driver::shutdown`]).
     ///
     /// Example: [`Driver`].
     pub fn set_driver(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
         let inner = self.inner();
-        inner.runtime.driver.set(driver).map_err(|_| Error::AlreadyStarted)?;
+        inner.runtime.driver.set(driver)?;
         // Idle workers parked before it existed: one takes the role and blocks in it.
         inner.notify(false);
         Ok(())

@@ -261,8 +261,8 @@ impl Net {
     /// ([`ThreadPool::set_driver`]).
     ///
     /// # Errors
-    /// The OS poller could not be created, or the pool already has a driver
-    /// (`ErrorKind::AlreadyExists`).
+    /// The OS poller could not be created, the pool already has a driver
+    /// (`ErrorKind::AlreadyExists`), or it was shut down (module docs, "Shutdown").
     pub fn install<S: Spawner>(pool: &ThreadPool<S>) -> io::Result<Net> {
         let poll = mio::Poll::new()?;
         let registry = poll.registry().try_clone()?;
@@ -274,7 +274,10 @@ impl Net {
             ios: Mutex::new(Some(HashMap::new())),
             next_token: AtomicUsize::new(0),
         });
-        pool.set_driver(Box::new(inner.clone())).map_err(|_| io::Error::new(io::ErrorKind::AlreadyExists, "the pool already has an I/O driver"))?;
+        pool.set_driver(Box::new(inner.clone())).map_err(|e| match e {
+            crate::Error::Shutdown => shut_down(),
+            _ => io::Error::new(io::ErrorKind::AlreadyExists, "the pool already has an I/O driver"),
+        })?;
         Ok(Net(inner))
     }
 

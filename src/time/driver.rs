@@ -236,9 +236,7 @@ impl<S: Spawner> Inner<S> {
     /// waits for neither a deadline nor I/O.
     pub(crate) fn shutdown_waits(&self) {
         self.timers().shutdown();
-        if let Some(driver) = self.runtime.driver.get() {
-            driver.shutdown();
-        }
+        self.runtime.driver.shutdown();
     }
 }
 
