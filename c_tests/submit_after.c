@@ -6,8 +6,9 @@
  *      with delays of 0 to 9 ms; each task checks CLOCK_MONOTONIC against the time it was
  *      submitted plus its delay (the pool's clock is the same monotonic clock, read after the
  *      task's own reading, so a task that runs early shows); every task runs exactly once;
- *   3. pending at shutdown: 16 tasks an hour away; pool_shutdown runs them (early) and
- *      returns without waiting for the deadline; after it, a delayed submit is refused;
+ *   3. pending at shutdown: 16 tasks an hour away (the last UINT64_MAX ns: saturated);
+ *      pool_shutdown runs them (early) and returns without waiting for the deadline; after
+ *      it, a delayed submit is refused;
  *   4. a delayed submit from a pool task (a chain of 20 hops 1 ms apart).
  *
  * A 120 s watchdog turns a hang into exit status 2. Lateness is not checked (noisy VMs).
@@ -157,7 +158,9 @@ int main(void)
         struct delayed *d = &jobs[want + i];
         d->task.callback = delayed_run;
         d->not_before = 0; /* runs early on purpose */
-        CHECK_STATUS(pool_submit_after(pool, &d->task, 3600ULL * 1000000000ULL), POOL_OK, "an hour away");
+        /* the last one as far as a uint64_t reaches: the deadline saturates, no overflow */
+        uint64_t delay = i == AT_SHUTDOWN - 1 ? UINT64_MAX : 3600ULL * 1000000000ULL;
+        CHECK_STATUS(pool_submit_after(pool, &d->task, delay), POOL_OK, "an hour (or UINT64_MAX ns) away");
     }
     t0 = now_sec();
     CHECK_STATUS(pool_shutdown(pool), POOL_OK, "shutdown");

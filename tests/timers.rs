@@ -518,3 +518,46 @@ fn a_long_task_woken_by_the_timer_parker_leaves_the_role_to_another_worker() {
         }
     });
 }
+
+static FAR_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn far_run(_: *mut Task) {
+    FAR_RUNS.fetch_add(1, Ordering::Release);
+}
+
+/// Extreme durations saturate instead of overflowing: a sleep of `Duration::MAX` pends (and
+/// leaves nothing behind when its timeout drops it), an interval of `Duration::MAX` ticks once,
+/// a deadline at the clock's origin is already due, and a task delayed by `Duration::MAX`
+/// still runs exactly once, at shutdown.
+#[test]
+fn extreme_durations_saturate() {
+    watchdog("extreme_durations_saturate", watchdog_secs(30), |_| {
+        let pool = pool(2);
+        let (slept, ticks, past) = pool
+            .spawn_future(async {
+                let slept = timeout(Duration::from_millis(10), sleep(Duration::MAX)).await;
+                let mut every = interval(Duration::MAX);
+                every.tick().await;
+                let ticks = timeout(Duration::from_millis(10), every.tick()).await;
+                let past = timeout(Duration::from_secs(10), sleep_until(pool::time::Instant::from_nanos(0))).await;
+                (slept, ticks.map(|_| ()), past)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(slept, Err(Elapsed));
+        assert_eq!(ticks, Err(Elapsed), "a second tick a Duration::MAX later came");
+        assert_eq!(past, Ok(()), "a deadline in the past is due at once");
+        assert_eq!(pool.pending_timers(), 0);
+
+        let far = Box::leak(Box::new(Task::new(far_run)));
+        // SAFETY: a leaked task, submitted once.
+        unsafe { pool.submit_after(NonNull::from(far), Duration::MAX) }.unwrap();
+        assert_eq!(pool.pending_timers(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(FAR_RUNS.load(Ordering::Acquire), 0);
+        pool.shutdown().unwrap();
+        assert_eq!(FAR_RUNS.load(Ordering::Acquire), 1, "the delayed task runs at shutdown, once");
+        assert_eq!(pool.pending_timers(), 0);
+    });
+}
