@@ -77,8 +77,9 @@ pub trait Driver: Send + Sync + 'static {
     /// The pool is shutting down and polls no task any more: wake every task that waits for
     /// I/O (the pool cancels them: their futures are dropped, their `JoinHandle`s report
     /// cancelled), and make later waits fail at once instead of waiting for a poll that will
-    /// not come. Called once, from the thread that shuts the pool down (or drops it), while
-    /// workers may still call the other methods. The default does nothing: a driver whose
+    /// not come. Called once: from the thread that shuts the pool down (or drops it), while
+    /// workers may still call the other methods, or from [`ThreadPool::set_driver`]'s when the
+    /// driver is installed after the shutdown began. The default does nothing: a driver whose
     /// waiters are not the pool's tasks (a C host's) handles shutdown itself.
     fn shutdown(&self) {}
 }

@@ -175,6 +175,13 @@ struct NetInner {
 }
 
 impl NetInner {
+    /// Forgets socket `token` (nothing to do after shutdown: the table is gone).
+    fn remove(&self, token: usize) {
+        if let Some(ios) = self.ios.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            ios.remove(&token);
+        }
+    }
+
     fn turn(&self, timeout: Option<Duration>) {
         let mut guard = self.poll.lock().unwrap_or_else(PoisonError::into_inner);
         let (poll, events, batch) = &mut *guard;
@@ -212,15 +219,6 @@ impl NetInner {
         }
         for (io, ready) in batch.drain(..) {
             io.dispatch(ready);
-        }
-    }
-}
-
-impl NetInner {
-    /// Forgets socket `token` (nothing to do after shutdown: the table is gone).
-    fn remove(&self, token: usize) {
-        if let Some(ios) = self.ios.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
-            ios.remove(&token);
         }
     }
 }
