@@ -320,3 +320,59 @@ fn shutdown_cancels_io_waits_and_fails_later_io() {
         assert!(Net::install(&late).is_err(), "a driver installed after shutdown");
     });
 }
+
+/// Several tasks waiting on one socket in the same direction (receivers sharing a UDP socket,
+/// acceptors sharing a listener) are all woken by its events: none is left waiting while data
+/// sits unread. Each datagram is sent only once every receiver waits, so a waiter whose
+/// registration a later one displaced would never wake.
+#[test]
+fn several_tasks_wait_on_one_socket() {
+    watchdog("several_tasks_wait_on_one_socket", watchdog_secs(30), |progress| {
+        const RECEIVERS: usize = 4;
+        let (pool, net) = pool_and_net(2);
+        let socket = Arc::new(UdpSocket::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap());
+        let addr = socket.local_addr().unwrap();
+        let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let receivers: Vec<_> = (0..RECEIVERS)
+            .map(|_| {
+                let (socket, waiting) = (socket.clone(), waiting.clone());
+                pool.spawn_future(async move {
+                    waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut buf = [0u8; 16];
+                    socket.recv_from(&mut buf).await.unwrap().0
+                })
+                .unwrap()
+            })
+            .collect();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for i in 0..RECEIVERS {
+            progress.stage(format!("datagram {i}"));
+            while waiting.load(std::sync::atomic::Ordering::Relaxed) < RECEIVERS {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(10)); // every receiver registered
+            sender.send_to(&[i as u8; 8], addr).unwrap();
+        }
+        progress.stage("joins");
+        let got: usize = receivers.into_iter().map(|r| r.join().unwrap()).sum();
+        assert_eq!(got, RECEIVERS * 8);
+
+        // Acceptors sharing a listener: every one gets a connection.
+        let listener = Arc::new(TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap());
+        let addr = listener.local_addr().unwrap();
+        let acceptors: Vec<_> = (0..RECEIVERS)
+            .map(|_| {
+                let listener = listener.clone();
+                pool.spawn_future(async move { listener.accept().await.map(|_| ()).is_ok() }).unwrap()
+            })
+            .collect();
+        let mut clients = Vec::new();
+        for i in 0..RECEIVERS {
+            progress.stage(format!("connection {i}"));
+            std::thread::sleep(Duration::from_millis(10));
+            clients.push(std::net::TcpStream::connect(addr).unwrap());
+        }
+        progress.stage("acceptor joins");
+        assert!(acceptors.into_iter().all(|a| a.join().unwrap()));
+    });
+}

@@ -29,7 +29,9 @@
 //!
 //! # Readiness
 //! Each registered socket has a `ScheduledIo`: a readiness word (readable, writable, read
-//! closed, write closed, and a count of events in the high bits) and one waker per direction.
+//! closed, write closed, shut down, and a count of events in the high bits) and the wakers of
+//! the tasks waiting in each direction: usually one, but several tasks may wait on one socket
+//! (acceptors sharing a listener, receivers sharing a UDP socket), and an event wakes them all.
 //! The driver's dispatch sets the bits, bumps the count and wakes the wakers. An operation
 //! waits until its direction is ready (or closed), tries the system call and, on `WouldBlock`,
 //! clears the direction only if no event came since the readiness it saw (the count did not
@@ -99,8 +101,35 @@ const EDGE_TRIGGERED: bool = cfg!(any(
 #[derive(Debug, Default)]
 struct ScheduledIo {
     readiness: AtomicUsize,
-    /// The waiting reader's and writer's wakers.
-    wakers: Mutex<[Option<Waker>; 2]>,
+    /// The tasks waiting to read, and those waiting to write.
+    wakers: Mutex<[Waiters; 2]>,
+}
+
+/// The tasks waiting on one direction of a socket; an event wakes them all. Usually one (a
+/// stream's reader), kept without allocating; several tasks accepting on one listener or
+/// receiving on one UDP socket go to `more`. A waiter whose future was dropped stays until
+/// the next event, which wakes it for nothing.
+#[derive(Debug, Default)]
+struct Waiters {
+    first: Option<Waker>,
+    more: Vec<Waker>,
+}
+
+impl Waiters {
+    /// Adds `waker` unless it (or one that wakes the same task) is there.
+    fn register(&mut self, waker: &Waker) {
+        match &self.first {
+            None => self.first = Some(waker.clone()),
+            Some(w) if w.will_wake(waker) => {}
+            Some(_) if self.more.iter().any(|w| w.will_wake(waker)) => {}
+            Some(_) => self.more.push(waker.clone()),
+        }
+    }
+
+    /// Every waiter, to wake once the lock is released.
+    fn take(&mut self) -> (Option<Waker>, Vec<Waker>) {
+        (self.first.take(), core::mem::take(&mut self.more))
+    }
 }
 
 impl ScheduledIo {
@@ -112,12 +141,14 @@ impl ScheduledIo {
         let woken = {
             let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
             [
-                if ready & (READABLE | READ_CLOSED | SHUT_DOWN) != 0 { wakers[0].take() } else { None },
-                if ready & (WRITABLE | WRITE_CLOSED | SHUT_DOWN) != 0 { wakers[1].take() } else { None },
+                if ready & (READABLE | READ_CLOSED | SHUT_DOWN) != 0 { wakers[0].take() } else { (None, Vec::new()) },
+                if ready & (WRITABLE | WRITE_CLOSED | SHUT_DOWN) != 0 { wakers[1].take() } else { (None, Vec::new()) },
             ]
         };
-        for w in woken.into_iter().flatten() {
-            w.wake();
+        // Outside the lock: a waker may poll again at once (another executor's), and that
+        // registers under the same lock.
+        for (first, more) in woken {
+            first.into_iter().chain(more).for_each(Waker::wake);
         }
     }
 
@@ -130,14 +161,7 @@ impl ScheduledIo {
         if r & ready != 0 {
             return Poll::Ready(seen(r));
         }
-        {
-            let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
-            let slot = &mut wakers[usize::from(dir == WRITABLE)];
-            match slot {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => *slot = Some(cx.waker().clone()),
-            }
-        }
+        self.wakers.lock().unwrap_or_else(PoisonError::into_inner)[usize::from(dir == WRITABLE)].register(cx.waker());
         // After the waker is in place: an event dispatched before it was is seen here.
         let r = self.readiness.load(Ordering::Acquire);
         if r & ready != 0 {
@@ -393,7 +417,7 @@ impl Drop for TcpListener {
 }
 
 /// An async TCP stream. Reads and writes take `&self`, so one task may read while another
-/// writes.
+/// writes (several tasks may wait on either side: module docs, "Readiness").
 pub struct TcpStream {
     io: mio::net::TcpStream,
     reg: Registration,
