@@ -113,12 +113,14 @@ test-c-asan: $(LIB) $(HEADER)
 	  echo "== asan $$t"; POOL_TEST_SCALE=0.1 ASAN_OPTIONS=detect_leaks=1 ./$$t > $$t.log 2>&1 \
 	  || { cat $$t.log; exit 1; }; tail -n 1 $$t.log; done
 
-# ThreadSanitizer over the Rust stress and fault tests (nightly, std rebuilt instrumented).
+# ThreadSanitizer over the Rust stress and fault tests, and the timers and I/O tests (nightly,
+# std rebuilt instrumented).
 TSAN_SCALE ?= 0.05
 test-tsan: tool-nightly
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" POOL_STRESS_SCALE=$(TSAN_SCALE) \
 	  $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
-	  --release --test stress --test faults --test latch --test context --test runtime --test blocking
+	  --release --features net --test stress --test faults --test latch --test context --test runtime \
+	  --test blocking --test timers --test io_driver --test net
 
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
