@@ -337,3 +337,47 @@ fn timer_wakes_a_task_into_the_parkers_own_queue() {
         assert_eq!(runs(&done), 1);
     });
 }
+
+/// A delayed task whose callback submits a child to the pool it runs on.
+#[repr(C)]
+struct Parent {
+    task: Task,
+    pool: *const ThreadPool<LoomSpawner>,
+    child: Arc<Job>,
+    refused: AtomicUsize,
+}
+
+unsafe extern "C" fn run_parent(task: *mut Task) {
+    // SAFETY: every task with this callback is the `task` field of a `Parent` the model keeps
+    // alive, with its pool, until the pool is shut down.
+    let parent = unsafe { &*container_of!(task, Parent, task) };
+    // SAFETY: as above.
+    let pool = unsafe { &*parent.pool };
+    if unsafe { pool.submit(NonNull::from(&parent.child.task)) }.is_err() {
+        parent.refused.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A delayed task still pending at shutdown runs then, as a pool task: its own submit is
+/// accepted (a task's own submits always are during shutdown) and the child runs, whether
+/// the only worker is still starting, drains, or has drained when shutdown fires the wheel.
+///
+/// Interleavings: `submit_after` starts the worker; the shutdown (main thread) closes the
+/// injector, sets `Shutdown`, fires the wheel (the parent goes to the injector) and releases
+/// the waits, while the worker starts, drains and would leave. Found by the C API fuzzer: the
+/// worker left before the fire, the parent ran on the shutdown thread, and its submit was
+/// refused. Explored: 341 executions. Fails (a refused submit) when a draining worker leaves
+/// without waiting for `release_waits`.
+#[test]
+fn timer_delayed_task_fired_at_shutdown_runs_as_a_pool_task() {
+    model("timer_delayed_task_fired_at_shutdown_runs_as_a_pool_task", || {
+        let pool = pool(1);
+        let parent = Arc::new(Parent { task: Task::new(run_parent), pool: &pool, child: job(), refused: AtomicUsize::new(0) });
+        // SAFETY: the parent (and its child) outlive the pool's use of them (kept until after
+        // shutdown), each submitted once.
+        unsafe { pool.submit_after(NonNull::from(&parent.task), Duration::from_nanos(FAR * TICK)) }.unwrap();
+        shutdown(&pool);
+        assert_eq!(parent.refused.load(Ordering::Relaxed), 0, "the delayed task's own submit was refused");
+        assert_eq!(runs(&parent.child), 1);
+    });
+}

@@ -7,7 +7,8 @@
 //!
 //! What the ops do: `pool_config_init` / `pool_create` with in- and out-of-range values (two
 //! live pool slots of 1 to 4 threads, plus create-and-destroy probes at the range edges);
-//! `pool_submit_to`, `pool_fork`, `pool_submit_batch_to` of boxed jobs that embed a
+//! `pool_submit_to`, `pool_fork`, `pool_submit_after` (delays up to 1.5 ms),
+//! `pool_submit_batch_to` of boxed jobs that embed a
 //! `struct task` (plain tasks; tasks that submit children from inside the pool one by one, as a
 //! batch or with `pool_fork`; fork-join tasks that wait on a `struct pool_latch` on their own
 //! stack), some with a NULL callback, batches with a NULL callback somewhere or a cycle;
@@ -55,7 +56,7 @@ use pool::capi::{
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
     pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_current_worker, pool_worker_fork,
     pool_worker_join, PoolJob, PoolWorker, POOL_JOB_WORDS, pool_status, pool_status_str, pool_submit,
-    pool_stats, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
+    pool_stats, pool_submit_after, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
     PoolLatch, POOL_BLOCKING_MANDATORY, POOL_DEFAULT_IDLE_SPINS, POOL_LATCH_WORDS, POOL_MAX_IDLE_SPINS,
 };
 use pool::capi::pool_stats as PoolStats;
@@ -739,9 +740,12 @@ impl Driver {
         let self_free = unsafe { (*job).spec.self_free };
         let task = if null_task { null_mut() } else { task_of(job) };
         self.st().owner[id as usize].store(owner, Ordering::Relaxed);
-        let (what, rc) = match inp.below(3) {
+        let (what, rc) = match inp.below(4) {
             0 => ("pool_submit_to", pool_submit_to(pool, task)),
             1 => ("pool_fork (from outside the pool)", pool_fork(pool, task)),
+            // Short delays (0 to 1.5 ms: a "wait" op waits for the task), often still pending
+            // at a shutdown that follows.
+            2 => ("pool_submit_after", pool_submit_after(pool, task, inp.below(4) as u64 * 500_000)),
             _ => ("pool_submit_batch_to (one task)", pool_submit_batch_to(pool, task)),
         };
         let invalid = pool.is_null() || null_task || null_cb;

@@ -36,7 +36,7 @@ use alloc::boxed::Box;
 use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
-use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::shutdown::ShutdownGate;
 use crate::sync_word::{State, Sync, MAX_THREADS};
 use crate::task::{Batch, Task};
@@ -207,6 +207,10 @@ pub(crate) struct Inner<S: Spawner> {
     join_parker: S::Parker,
     /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
     gate: ShutdownGate,
+    /// Shutdown has fired the timers and woken the I/O waiters (`release_waits`): a draining
+    /// worker leaves only once it searched after this was set, so the delayed tasks that fire
+    /// queues run on the workers, as pool tasks, and not on the shutdown thread after them.
+    waits_released: AtomicBool,
     stats_spawn_failed: AtomicUsize,
     /// Counters of events on threads that are not workers (shared: `bump_shared`).
     pub(crate) outside: CachePadded<Counters>,
@@ -217,6 +221,32 @@ pub(crate) struct Inner<S: Spawner> {
 }
 
 impl<S: Spawner> Inner<S> {
+    /// Shutdown, after `begin_shutdown`: fires the timers and wakes the I/O waiters
+    /// (`shutdown_waits`), then lets the draining workers leave (`waits_released`) and unparks
+    /// them to see it. Until then a worker that drained everything parks instead of leaving: a
+    /// delayed task the fire queues is a pool task, whose own submits must be accepted, and
+    /// only a worker can give it that (on the shutdown thread, after the workers left, they
+    /// would be refused).
+    fn release_waits(&self) {
+        self.shutdown_waits();
+        // Release: the fire's pushes come before the flag; a worker that reads it (Acquire)
+        // before a search finds them. The fence pairs with the one in `waits_released`, a
+        // Dekker pair over the flag and the workers' list: either a worker registered too late
+        // for our walk below reads the flag set, or the walk finds it and unparks it (loom:
+        // `driver_install_racing_shutdown`, whose worker starts while the pool shuts down).
+        self.waits_released.store(true, Ordering::Release);
+        crate::sync::fence(Ordering::SeqCst);
+        self.unpark_all();
+    }
+
+    /// Whether shutdown released its waits (`release_waits`). Draining workers only: the fence
+    /// is the worker's half of `release_waits`' pair (its registration in the workers' list
+    /// came before).
+    pub(crate) fn waits_released(&self) -> bool {
+        crate::sync::fence(Ordering::SeqCst);
+        self.waits_released.load(Ordering::Acquire)
+    }
+
     /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
     /// counted idle, none of them sleeps inside a task's wait, and every queue is empty. Once
     /// true it stays true until the next submit, which is not ordered with this check anyway.
@@ -313,6 +343,7 @@ impl<S: Spawner> Inner<S> {
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
             gate: ShutdownGate::new(),
+            waits_released: AtomicBool::new(false),
             stats_spawn_failed: AtomicUsize::new(0),
             outside: CachePadded(Counters::default()),
             runtime: crate::runtime::PoolRuntime::new(),
@@ -806,7 +837,7 @@ impl<S: Spawner> ThreadPool<S> {
         // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
         // tasks queued) and tasks waiting for I/O are woken (cancelled): shutdown never waits
         // for a deadline or for I/O.
-        inner.shutdown_waits();
+        inner.release_waits();
         inner.wait_for_threads();
         inner.spawner.join_all();
         // Left-overs: tasks no thread could ever run, and external submits that were accepted
@@ -883,7 +914,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             if inner.gate.detach() {
                 inner.injector.close();
                 inner.begin_shutdown();
-                inner.shutdown_waits();
+                inner.release_waits();
                 inner.spawner.detach_all();
             }
             return;

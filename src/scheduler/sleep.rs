@@ -462,6 +462,11 @@ impl<S: Spawner> Inner<S> {
         fence(Ordering::SeqCst);
         // Every registered worker gets a token; one still registering will read `Shutdown`
         // in `wait` (its registration happened before its first `Sync` update).
+        self.unpark_all();
+    }
+
+    /// Unparks every registered worker (its parker, and the driver if it holds the role).
+    pub(crate) fn unpark_all(&self) {
         let mut worker = self.workers.load(Ordering::Acquire);
         while let Some(w) = NonNull::new(worker) {
             // SAFETY: workers live until the pool is dropped; `next` is immutable once published.

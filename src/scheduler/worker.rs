@@ -248,10 +248,16 @@ impl<S: Spawner> Inner<S> {
         // notification, hands a notification on (`leave_wait`, `block_until`).
         let mut owes_search = false;
         let mut draining = false;
+        // Draining: shutdown had released its waits when the last search began.
+        let mut released = false;
         // The worker's own loop starts by consuming the notification that started its thread.
         let mut search = until.is_some();
         loop {
             if search {
+                if draining {
+                    // Before the search: it then finds what the released waits queued.
+                    released = self.waits_released();
+                }
                 while !done() {
                     let found = match until {
                         None => self.find_work(cx),
@@ -295,9 +301,11 @@ impl<S: Spawner> Inner<S> {
                 match until {
                     // Drained: a submit accepted just before the injector closed may still be
                     // linking its batch; `shutdown` waits for it after joining us and runs it.
-                    None => return,
-                    // A wait during shutdown: its setter unparks us.
-                    Some(_) => {
+                    None if released => return,
+                    // Drained before shutdown fired its timers: what the fire queues must
+                    // run here (`Inner::release_waits`), which unparks us once it is queued.
+                    // Or a wait during shutdown: its setter unparks us.
+                    _ => {
                         me.parker.park();
                         continue;
                     }
