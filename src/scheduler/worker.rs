@@ -303,9 +303,18 @@ impl<S: Spawner> Inner<S> {
                     // linking its batch; `shutdown` waits for it after joining us and runs it.
                     None if released => return,
                     // Drained before shutdown fired its timers: what the fire queues must
-                    // run here (`Inner::release_waits`), which unparks us once it is queued.
-                    // Or a wait during shutdown: its setter unparks us.
-                    _ => {
+                    // run here, so search again once `Inner::release_waits` has set the flag
+                    // (it unparks us after). The flag is read again right before parking: the
+                    // unpark may have come while we ran a task and been taken by a wait inside
+                    // it, so only a read after our last park can rely on it.
+                    None => {
+                        if !self.waits_released() {
+                            me.parker.park();
+                        }
+                        continue;
+                    }
+                    // A wait during shutdown: its setter unparks us.
+                    Some(_) => {
                         me.parker.park();
                         continue;
                     }
