@@ -114,7 +114,7 @@
 //!   dropped, its `JoinHandle` reports cancelled), so shutdown finishes even with tasks that
 //!   wake each other forever. Tasks that are idle stay so, except those that wait on the
 //!   pool's own timers or I/O driver: both wake their waiters at shutdown, so those tasks are
-//!   cancelled too (`time::driver`, `shutdown_waits`).
+//!   cancelled too (`scheduler`, `release_waits`).
 //! * The pool's memory lives until its last task is freed (see `pool.rs`), so a waker called
 //!   after the pool was shut down or dropped is safe: the pool refuses the task, and it is
 //!   cancelled on the waking thread. No leak, no use after free.

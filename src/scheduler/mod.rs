@@ -221,14 +221,17 @@ pub(crate) struct Inner<S: Spawner> {
 }
 
 impl<S: Spawner> Inner<S> {
-    /// Shutdown, after `begin_shutdown`: fires the timers and wakes the I/O waiters
-    /// (`shutdown_waits`), then lets the draining workers leave (`waits_released`) and unparks
-    /// them to see it. Until then a worker that drained everything parks instead of leaving: a
-    /// delayed task the fire queues is a pool task, whose own submits must be accepted, and
-    /// only a worker can give it that (on the shutdown thread, after the workers left, they
-    /// would be refused).
+    /// Shutdown (`ThreadPool::shutdown`, and the detaching drop), after `begin_shutdown`: fires
+    /// the timers and lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]),
+    /// so the waiting tasks are woken into a closing pool and cancelled, and shutdown waits for
+    /// neither a deadline nor I/O; then lets the draining workers leave (`waits_released`) and
+    /// unparks them to see it. Until then a worker that drained everything parks instead of
+    /// leaving: a delayed task the fire queues is a pool task, whose own submits must be
+    /// accepted, and only a worker can give it that (on the shutdown thread, after the workers
+    /// left, they would be refused).
     fn release_waits(&self) {
-        self.shutdown_waits();
+        self.shutdown_timers();
+        self.runtime.driver.shutdown();
         // Release: the fire's pushes come before the flag; a worker that reads it (Acquire)
         // before a search finds them. The fence pairs with the one in `waits_released`, a
         // Dekker pair over the flag and the workers' list: either a worker registered too late

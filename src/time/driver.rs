@@ -229,14 +229,10 @@ impl<S: Spawner> Inner<S> {
         self.load_sync(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
     }
 
-    /// Hook: shutdown (`ThreadPool::shutdown`, and the detaching drop), once tasks are no
-    /// longer polled: closes the wheel and fires every pending timer (module docs of
-    /// `crate::time`), then lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]).
-    /// Either way the waiting tasks are woken into a closing pool and cancelled, and shutdown
-    /// waits for neither a deadline nor I/O.
-    pub(crate) fn shutdown_waits(&self) {
+    /// Hook: shutdown (`Inner::release_waits`), once tasks are no longer polled: closes the
+    /// wheel and fires every pending timer (module docs of `crate::time`).
+    pub(crate) fn shutdown_timers(&self) {
         self.timers().shutdown();
-        self.runtime.driver.shutdown();
     }
 }
 
