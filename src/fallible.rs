@@ -14,7 +14,7 @@ use core::ptr::NonNull;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::scheduler::Error;
+use crate::error::Error;
 #[cfg(feature = "std")]
 use crate::sync::{AtomicUsize, Ordering};
 

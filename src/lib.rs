@@ -50,6 +50,7 @@ extern crate alloc;
 extern crate std;
 
 mod blocking;
+mod error;
 mod fallible;
 mod join;
 mod latch;
@@ -89,6 +90,7 @@ pub use join::loom_api as loom_join;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub use error::Error;
 pub use blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingMetrics, BlockingPool, BlockingTask};
 pub use join::Scope;
 pub use latch::{CountLatch, Signal};
@@ -96,7 +98,7 @@ pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
 pub use runtime::{JoinError, JoinHandle, RuntimeStats};
 pub use scheduler::{
-    Config, Error, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
+    Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };
 pub use sync_word::MAX_THREADS;
 pub use task::{Batch, Callback, Task};

@@ -25,7 +25,7 @@ use super::{BlockingConfig, BlockingMetrics, BlockingTask, Clock};
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::injector::Injector;
 use crate::fallible::{try_box, try_boxed_slice};
-use crate::scheduler::Error;
+use crate::error::Error;
 use crate::shutdown::ShutdownGate;
 use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, Ordering};
 use crate::task::{Batch, Task};

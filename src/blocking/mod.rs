@@ -62,7 +62,7 @@ use core::time::Duration;
 use alloc::boxed::Box;
 
 use crate::platform::Spawner;
-use crate::scheduler::Error;
+use crate::error::Error;
 use crate::task::{Callback, Task};
 use inner::Inner;
 

@@ -33,7 +33,8 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::platform::Spawner;
-use crate::scheduler::{Error, ThreadPool};
+use crate::error::Error;
+use crate::scheduler::ThreadPool;
 use crate::sync::{fence, AtomicBool, AtomicPtr, Ordering};
 
 /// An I/O driver (see the module docs for when the pool calls each method). All three may be

@@ -35,7 +35,8 @@ use super::JobHeader;
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::scheduler::context::ContextHead;
-use crate::scheduler::{Error, Inner, WorkerContext};
+use crate::error::Error;
+use crate::scheduler::{Inner, WorkerContext};
 use crate::sync::Ordering;
 use crate::task::Task;
 

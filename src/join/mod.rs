@@ -78,7 +78,8 @@ use frame::FRAMES;
 
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
-use crate::scheduler::{Error, Inner, ThreadPool, WorkerContext};
+use crate::error::Error;
+use crate::scheduler::{Inner, ThreadPool, WorkerContext};
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
 

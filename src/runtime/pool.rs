@@ -24,7 +24,8 @@ use super::header::{Header, Schedule};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::platform::Spawner;
-use crate::scheduler::{Error, Inner, ThreadPool};
+use crate::error::Error;
+use crate::scheduler::{Inner, ThreadPool};
 use crate::sync::{AtomicUsize, CachePadded, Ordering};
 use crate::task::Task;
 

@@ -17,7 +17,8 @@ use core::ptr;
 
 use alloc::boxed::Box;
 
-use super::{Config, Error, Inner, ThreadPool};
+use super::{Config, Inner, ThreadPool};
+use crate::error::Error;
 use crate::platform::Spawner;
 use crate::sync::Ordering;
 

@@ -33,6 +33,7 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
+use crate::error::Error;
 use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
@@ -89,57 +90,6 @@ impl Default for Config {
         Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS }
     }
 }
-
-/// Why a pool operation failed.
-///
-/// ```
-/// # #[cfg(feature = "std")] {
-/// use pool::{Config, Error, ThreadPool};
-///
-/// let too_many = Config { max_threads: pool::MAX_THREADS + 1, ..Config::default() };
-/// assert_eq!(ThreadPool::new(too_many).unwrap_err(), Error::InvalidArgument);
-///
-/// let pool = ThreadPool::new(Config::default()).unwrap();
-/// pool.shutdown().unwrap();
-/// let refused = pool.spawn(|| ()).unwrap_err();
-/// assert_eq!(refused, Error::Shutdown);
-/// assert_eq!(refused.to_string(), "the pool is shut down");
-/// # }
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Error {
-    /// A configuration value is out of range (or, at the C boundary, a pointer is NULL).
-    InvalidArgument,
-    /// The pool is shutting down or shut down; the work was not accepted.
-    Shutdown,
-    /// The pool has no thread and could not start one; the work was not accepted.
-    Spawn,
-    /// A configuration that must come before first use came after it: the process-wide
-    /// blocking pool was already built ([`configure_global_blocking`](crate::configure_global_blocking)).
-    AlreadyStarted,
-    /// A count would leave its range ([`CountLatch::try_add`](crate::CountLatch::try_add));
-    /// nothing was changed.
-    Overflow,
-    /// The allocator failed: nothing was built (a constructor), or the thread was not started.
-    OutOfMemory,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Error::InvalidArgument => "invalid argument",
-            Error::Shutdown => "the pool is shut down",
-            Error::Spawn => "no thread could be started",
-            Error::AlreadyStarted => "already started: configure it before its first use",
-            Error::Overflow => "a count would overflow",
-            Error::OutOfMemory => "out of memory",
-        })
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for Error {}
 
 /// Counters kept by the pool (Relaxed; approximate while the pool runs).
 ///

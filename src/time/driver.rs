@@ -29,7 +29,8 @@ use super::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered, TICK_S
 use super::{Instant, Sleep, TimerHandle, TimerOps, Timers, STALE_TICKS};
 use crate::platform::{Parker, Spawner};
 use crate::scheduler::worker::Worker;
-use crate::scheduler::{Error, Inner, ThreadPool};
+use crate::error::Error;
+use crate::scheduler::{Inner, ThreadPool};
 use crate::sync::{fence, Ordering};
 use crate::task::{Batch, Task};
 
