@@ -53,6 +53,8 @@ mod blocking;
 mod error;
 mod fallible;
 mod join;
+#[cfg(feature = "std")]
+mod keep;
 mod latch;
 mod panic;
 mod parallel;
@@ -105,10 +107,10 @@ pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use blocking::{configure_global_blocking, global_blocking, spawn_blocking};
+pub use os::{configure_global_blocking, global_blocking, spawn_blocking};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use join::{join, scope};
+pub use os::{join, scope};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use os::{global, CondvarParker, DefaultParker, ThreadSpawner};

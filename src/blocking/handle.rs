@@ -5,7 +5,7 @@
 //! The job completes through a [`Signal`], the crate's one completion primitive (`latch.rs`):
 //! the completing side (run or cancel) writes the output, then sets the signal, after which it
 //! never touches `out` again. The handle is the signal's one waiter: an `.await` registers (or
-//! replaces) its waker in it, a blocking `join` parks on a parker of its own until it is set.
+//! replaces) its waker in it, a blocking `join` (`os::defaults`, std) parks on a parker of its own until it is set.
 //! The signal's protocol decides who touches the waker, so a completion that races with a
 //! registration is seen by one of them and no wake-up is lost (`tests/loom_signal.rs`).
 //! `refs` (2: the task side and the handle) frees the job when both are done with it, so the
@@ -161,7 +161,12 @@ impl<T> BlockingHandle<T> {
     }
 
     /// Takes the output after the signal was seen set or being set (Acquire).
-    fn take_output(&mut self) -> Result<T, BlockingJoinError> {
+    /// The signal the completing side sets (the handle is its one waiter).
+    pub(crate) fn done(&self) -> &Signal {
+        &self.shared().done
+    }
+
+    pub(crate) fn take_output(&mut self) -> Result<T, BlockingJoinError> {
         assert!(!self.taken, "BlockingHandle polled again after it returned its result");
         self.taken = true;
         // SAFETY: the signal was seen (being) set with Acquire, so the output is written and
@@ -170,32 +175,6 @@ impl<T> BlockingHandle<T> {
         out.unwrap_or(Err(BlockingJoinError::Cancelled))
     }
 
-    /// Blocks the calling thread until the closure has finished, and returns its value.
-    ///
-    /// # Errors
-    /// [`BlockingJoinError::Cancelled`] if the pool shut down before the closure started,
-    /// [`BlockingJoinError::Panicked`] if it panicked.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
-    /// let handles: Vec<_> = (1..=3u64)
-    ///     .map(|ms| pool.spawn_blocking(move || { std::thread::sleep(std::time::Duration::from_millis(ms)); ms }).unwrap())
-    ///     .collect();
-    /// let slept: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
-    /// assert_eq!(slept, 6);
-    /// # }
-    /// ```
-    #[cfg(feature = "std")]
-    pub fn join(mut self) -> Result<T, BlockingJoinError> {
-        let done = &self.shared().done;
-        if !done.is_setting() {
-            // Parks until SET: the parker lives in this frame, and SET is the setter's last
-            // access to it (`Signal::park_until_set`).
-            done.park_until_set(&crate::os::DefaultParker::default());
-        }
-        self.take_output()
-    }
 }
 
 impl<T> Future for BlockingHandle<T> {

@@ -235,7 +235,7 @@ impl<S: Spawner> Inner<S> {
         let fresh = Self::build(config, spawner)?;
         // SAFETY: as above; the old value is moved out and kept, never dropped.
         let old = unsafe { ptr::replace(raw, fresh) };
-        crate::os::fork::keep(old);
+        crate::keep::keep(old);
         // SAFETY: as above.
         unsafe { Self::point_slots_at(raw) };
         Ok(())
@@ -261,12 +261,12 @@ impl<S: Spawner> Inner<S> {
         // this box frees the memory without running the fields' destructors.
         let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
         // The slots hold parkers: kept with the spawner and the join parker, never dropped.
-        crate::os::fork::keep(core::mem::take(&mut inner.slots));
+        crate::keep::keep(core::mem::take(&mut inner.slots));
         drop(core::mem::take(&mut inner.idle_map));
         // SAFETY: moved out once from memory that is freed without dropping its fields.
-        crate::os::fork::keep(unsafe { ptr::read(&inner.join_parker) });
+        crate::keep::keep(unsafe { ptr::read(&inner.join_parker) });
         // SAFETY: as above.
-        crate::os::fork::keep(unsafe { ptr::read(&inner.spawner) });
+        crate::keep::keep(unsafe { ptr::read(&inner.spawner) });
     }
 
     #[inline]

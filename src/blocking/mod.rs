@@ -51,8 +51,6 @@
 
 mod handle;
 mod inner;
-#[cfg(feature = "std")]
-mod global;
 
 use core::ffi::c_uint;
 use core::fmt;
@@ -67,12 +65,6 @@ use crate::task::{Callback, Task};
 use inner::Inner;
 
 pub use handle::{BlockingHandle, BlockingJoinError};
-#[cfg(feature = "std")]
-pub use global::{configure_global_blocking, global_blocking, spawn_blocking};
-#[cfg(feature = "capi")]
-pub(crate) use global::{global_blocking_if_built, try_global_blocking};
-#[cfg(all(feature = "std", unix))]
-pub(crate) use global::reset_global_after_fork;
 
 /// A monotonic clock: nanoseconds since any fixed point (see the module docs).
 pub(crate) type Clock = fn() -> u64;
@@ -724,23 +716,6 @@ impl<S: Spawner> Drop for BlockingPool<S> {
         // SAFETY: every thread is joined (shutdown is complete, here or in an earlier call that
         // returned), so this is the only reference; `inner` came from Box::leak.
         drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
-    }
-}
-
-#[cfg(feature = "std")]
-impl BlockingPool<crate::ThreadSpawner> {
-    /// A blocking pool on OS threads named "pool-blocking". No thread starts until work arrives.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for `max_threads` above [`BlockingConfig::MAX_THREADS`];
-    /// [`Error::OutOfMemory`] if the allocator fails.
-    ///
-    /// ```
-    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
-    /// assert_eq!(pool.max_threads(), 4);
-    /// ```
-    pub fn new(config: BlockingConfig) -> Result<Self, Error> {
-        Self::with_spawner(config, crate::ThreadSpawner::try_named("pool-blocking")?)
     }
 }
 

@@ -14,8 +14,8 @@ use core::time::Duration;
 
 use super::{boundary, process, reserved_clear, status, status_on, CTask, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
-use crate::blocking::{global_blocking_if_built, try_global_blocking};
-use crate::{configure_global_blocking, ThreadSpawner};
+use crate::os::global::{configure_global_blocking, global_blocking_if_built, try_global_blocking};
+use crate::ThreadSpawner;
 
 use super::pool_status::*;
 

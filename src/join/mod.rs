@@ -63,8 +63,6 @@ pub(crate) mod deque;
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) mod fn_job;
 pub(crate) mod frame;
-#[cfg(feature = "std")]
-mod global;
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -82,9 +80,6 @@ use crate::error::Error;
 use crate::scheduler::{Inner, ThreadPool, WorkerContext};
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
-
-#[cfg(feature = "std")]
-pub use global::{join, scope};
 
 #[cfg(feature = "std")]
 type Panic = Box<dyn core::any::Any + Send + 'static>;

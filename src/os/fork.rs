@@ -7,9 +7,9 @@
 //!   reset in place, keeping their configuration: references to them taken before the fork
 //!   keep working, their first use in the child starts threads again, and tasks the parent had
 //!   queued are not run in the child;
-//! * with the `capi` feature, every C pool the parent had (`struct pool *`,
-//!   `struct pool_blocking *`) is marked inherited and closed: its calls return
-//!   `POOL_ERR_FORKED` in the child and never wait (`capi::process`).
+//! * every pool in the registry below (the C layer registers each `struct pool *` and
+//!   `struct pool_blocking *` it creates, `capi::process`) is marked inherited and closed: its
+//!   calls return `POOL_ERR_FORKED` in the child and never wait.
 //!
 //! Nothing of this is on a submit path: the work happens in the handlers, at fork time (a
 //! fresh state per global pool built, a flag and a closed queue per C pool). `posix_spawn`
@@ -18,14 +18,12 @@
 //! A fork from inside one of a pool's own tasks leaves the child's only thread in the middle of
 //! that pool's work: such a child may only exec or `_exit` (the usual reason to fork there).
 
-#[cfg(not(loom))]
-use core::ptr;
-#[cfg(not(loom))]
-use std::boxed::Box;
 use std::sync::Once;
+use std::vec::Vec;
 
-#[cfg(not(loom))]
-use crate::sync::{AtomicPtr, Ordering};
+use crate::error::Error;
+use crate::sync::{spin_hint, AtomicBool, UnsafeCell};
+use crate::sync::Ordering;
 
 static INSTALL: Once = Once::new();
 
@@ -42,61 +40,110 @@ pub(crate) fn install() {
 
 /// Before the fork, in the forking thread: holds what the child handler must find consistent.
 extern "C" fn prepare() {
-    #[cfg(feature = "capi")]
-    crate::capi::process::lock_registry();
+    lock_registry();
 }
 
 /// After the fork, in the parent.
 extern "C" fn parent() {
-    #[cfg(feature = "capi")]
-    crate::capi::process::unlock_registry();
+    unlock_registry();
 }
 
 /// After the fork, in the child (its only thread).
 extern "C" fn child() {
     super::global::reset_after_fork();
-    crate::blocking::reset_global_after_fork();
-    #[cfg(feature = "capi")]
-    {
-        crate::capi::process::mark_inherited();
-        crate::capi::process::unlock_registry();
+    mark_inherited();
+    unlock_registry();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry of pools to close in a child
+
+struct Entry {
+    pool: *const (),
+    /// Closes the pool in a child: its submits are refused from then on.
+    close: unsafe fn(*const ()),
+    /// Created in a parent process before a fork (this process is the child).
+    inherited: bool,
+}
+
+/// Every registered pool (the C layer's), so that the child's fork handler can find and close
+/// them.
+/// Touched at create, destroy, shutdown and on a refused submit only: never on a submit that
+/// succeeds. A spin lock, not a mutex: the fork handlers hold it across `fork`, acquiring it
+/// in `prepare` and releasing it in `parent` and `child` (a std mutex cannot be released
+/// without its guard).
+struct Registry {
+    locked: AtomicBool,
+    entries: UnsafeCell<Vec<Entry>>,
+}
+
+// SAFETY: `entries` is only accessed while `locked` is held (acquired with Acquire, released
+// with Release), by one thread at a time.
+unsafe impl Sync for Registry {}
+
+static REGISTRY: Registry = Registry { locked: AtomicBool::new(false), entries: UnsafeCell::new(Vec::new()) };
+
+/// Takes the registry lock (`prepare`, and `with_registry`).
+fn lock_registry() {
+    while REGISTRY.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        spin_hint();
     }
 }
 
-/// What a child keeps of its parent's pools without using or freeing it (the old state of a
-/// reset global pool, the spawner and parkers of a destroyed inherited pool: they may hold
-/// locks and handles of the parent's threads). Linked from a static, so it stays reachable
-/// (a leak checker reports it as kept, not lost).
-#[cfg(not(loom))]
-struct Grave {
-    next: *mut Grave,
-    _kept: Box<dyn core::any::Any>,
+/// Releases the registry lock.
+fn unlock_registry() {
+    REGISTRY.locked.store(false, Ordering::Release);
 }
 
-#[cfg(not(loom))]
-static GRAVES: AtomicPtr<Grave> = AtomicPtr::new(ptr::null_mut());
-
-/// Under loom (no fork in any model; loom atomics cannot be statics): never dropped, unlinked.
-#[cfg(loom)]
-pub(crate) fn keep<T: 'static>(value: T) {
-    core::mem::forget(value);
+fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
+    lock_registry();
+    // SAFETY: the lock is held: exclusive access.
+    let r = REGISTRY.entries.with_mut(|entries| f(unsafe { &mut *entries }));
+    unlock_registry();
+    r
 }
 
-/// Keeps `value` for the rest of the process, never dropped (see [`Grave`]). Without memory
-/// for the record it is leaked all the same, only unreachable.
-#[cfg(not(loom))]
-pub(crate) fn keep<T: 'static>(value: T) {
-    // `ManuallyDrop`: never dropped, also when a `try_box` below fails and drops its argument.
-    let Ok(kept) = crate::fallible::try_box(core::mem::ManuallyDrop::new(value)) else { return };
-    let Ok(grave) = crate::fallible::try_box(Grave { next: ptr::null_mut(), _kept: kept }) else { return };
-    let grave = Box::into_raw(grave);
-    let mut head = GRAVES.load(Ordering::Relaxed);
-    loop {
-        // SAFETY: not yet published: ours.
-        unsafe { (*grave).next = head };
-        match GRAVES.compare_exchange_weak(head, grave, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => return,
-            Err(actual) => head = actual,
+/// Records a new pool and the function that closes it in a child (and installs the fork
+/// handlers, once). `Err(OutOfMemory)` if the registry cannot grow: the caller frees the pool
+/// and reports it.
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) fn register(pool: *const (), close: unsafe fn(*const ())) -> Result<(), Error> {
+    install();
+    with_registry(|entries| {
+        entries.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        entries.push(Entry { pool, close, inherited: false });
+        Ok(())
+    })
+}
+
+/// Forgets a pool being destroyed; true if it was inherited through a fork (then the caller
+/// frees it with `free_inherited` instead of shutting it down).
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) fn unregister(pool: *const ()) -> bool {
+    with_registry(|entries| match entries.iter().position(|e| e.pool == pool) {
+        Some(i) => entries.swap_remove(i).inherited,
+        None => false,
+    })
+}
+
+/// Whether `pool` was inherited through a fork (its calls return POOL_ERR_FORKED).
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) fn is_inherited(pool: *const ()) -> bool {
+    with_registry(|entries| entries.iter().any(|e| e.pool == pool && e.inherited))
+}
+
+/// In the child after a fork, with the registry lock held since `prepare`: every pool is
+/// marked inherited and closed, so that its submits are refused and nothing of the parent's
+/// queue runs.
+fn mark_inherited() {
+    REGISTRY.entries.with_mut(|entries| {
+        // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
+        let entries = unsafe { &mut *entries };
+        for e in entries.iter_mut() {
+            e.inherited = true;
+            // SAFETY: registered pools are live until `unregister`, which cannot be in
+            // progress (the lock is held); `close` is the one registered with it.
+            unsafe { (e.close)(e.pool) };
         }
-    }
+    });
 }

@@ -7,6 +7,7 @@
 //!   in one place.
 
 mod condvar;
+mod defaults;
 #[cfg(target_os = "linux")]
 mod futex;
 #[cfg(unix)]
@@ -15,55 +16,9 @@ pub(crate) mod global;
 mod thread;
 
 pub use condvar::CondvarParker;
+pub use defaults::DefaultParker;
+pub(crate) use defaults::MonotonicClock;
 #[cfg(target_os = "linux")]
 pub use futex::FutexParker;
-pub use global::global;
+pub use global::{configure_global_blocking, global, global_blocking, join, scope, spawn_blocking};
 pub use thread::ThreadSpawner;
-
-/// The parker `ThreadSpawner` uses unless told otherwise.
-///
-/// ```
-/// use pool::{DefaultParker, Parker};
-/// let parker = DefaultParker::default();
-/// parker.unpark();
-/// parker.park(); // the token was there: returns at once
-/// ```
-#[cfg(target_os = "linux")]
-pub type DefaultParker = FutexParker;
-/// The parker `ThreadSpawner` uses unless told otherwise.
-#[cfg(not(target_os = "linux"))]
-pub type DefaultParker = CondvarParker;
-
-/// A monotonic clock for [`Spawner::now_ns`](crate::Spawner::now_ns): nanoseconds since the
-/// clock was made (`Instant`: `clock_gettime(CLOCK_MONOTONIC)` through the vDSO on Linux).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct MonotonicClock(std::time::Instant);
-
-impl MonotonicClock {
-    pub(crate) fn new() -> Self {
-        Self(std::time::Instant::now())
-    }
-
-    /// Nanoseconds since `new` (saturating after 584 years).
-    #[inline]
-    pub(crate) fn now_ns(&self) -> u64 {
-        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-}
-
-impl crate::ThreadPool<ThreadSpawner> {
-    /// A pool on OS threads with the [`DefaultParker`]. No thread starts until work arrives.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `max_threads` above
-    /// [`MAX_THREADS`](crate::MAX_THREADS); [`Error::OutOfMemory`](crate::Error::OutOfMemory)
-    /// if the allocator fails.
-    ///
-    /// ```
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
-    /// assert_eq!(pool.max_threads(), 2);
-    /// ```
-    pub fn new(config: crate::Config) -> Result<Self, crate::Error> {
-        Self::with_spawner(config, ThreadSpawner::try_named("pool-worker")?)
-    }
-}

@@ -4,7 +4,7 @@
 //! inherited from the parent can only be
 //! * reset in place: a fresh state written over the old one, at the same address (the global
 //!   pools, whose `&'static` handles must keep working), the old state kept unused
-//!   (`os::fork::keep`: reachable, never dropped);
+//!   (`crate::keep`: reachable, never dropped);
 //! * closed: every submit refused, nothing of the parent's queue run, and at destroy freed as
 //!   far as that is safe: the tables and the state's memory, but not the spawner or the
 //!   parkers, which may hold locks and handles of threads that do not exist here (kept).
@@ -37,7 +37,7 @@ impl<S: Spawner> ThreadPool<S> {
         // SAFETY: the caller's contract: nothing reads the old state now. It is moved out
         // (never dropped: kept, see the module docs) and the fresh one written in its place.
         let old = unsafe { ptr::replace(self.inner.as_ptr(), fresh) };
-        crate::os::fork::keep(old);
+        crate::keep::keep(old);
         Ok(())
     }
 
@@ -70,14 +70,14 @@ impl<S: Spawner> ThreadPool<S> {
             // here; freed as `ManuallyDrop` for the same reason as `inner`, their parkers kept.
             let boxed = unsafe { Box::from_raw(worker.cast::<ManuallyDrop<super::worker::Worker<S>>>()) };
             // SAFETY: moved out once; the box's memory is freed without dropping it again.
-            crate::os::fork::keep(unsafe { ptr::read(&boxed.parker) });
+            crate::keep::keep(unsafe { ptr::read(&boxed.parker) });
             worker = boxed.next;
         }
         drop(mem::take(&mut inner.worker_table));
         drop(mem::take(&mut inner.idle_map));
         // SAFETY: as above: moved out once, never dropped (kept).
-        crate::os::fork::keep(unsafe { ptr::read(&inner.join_parker) });
+        crate::keep::keep(unsafe { ptr::read(&inner.join_parker) });
         // SAFETY: as above.
-        crate::os::fork::keep(unsafe { ptr::read(&inner.spawner) });
+        crate::keep::keep(unsafe { ptr::read(&inner.spawner) });
     }
 }

@@ -1,0 +1,103 @@
+//! The `std` defaults: the parker chosen for this OS ([`DefaultParker`]), the monotonic clock,
+//! and the constructors and waits that use them: [`ThreadPool::new`], [`BlockingPool::new`]
+//! and [`BlockingHandle::join`] (a thread's park on the default parker).
+
+use crate::blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingPool};
+use crate::error::Error;
+use crate::scheduler::{Config, ThreadPool};
+#[cfg(not(target_os = "linux"))]
+use super::CondvarParker;
+#[cfg(target_os = "linux")]
+use super::FutexParker;
+use super::ThreadSpawner;
+
+/// The parker `ThreadSpawner` uses unless told otherwise.
+///
+/// ```
+/// use pool::{DefaultParker, Parker};
+/// let parker = DefaultParker::default();
+/// parker.unpark();
+/// parker.park(); // the token was there: returns at once
+/// ```
+#[cfg(target_os = "linux")]
+pub type DefaultParker = FutexParker;
+/// The parker `ThreadSpawner` uses unless told otherwise.
+#[cfg(not(target_os = "linux"))]
+pub type DefaultParker = CondvarParker;
+
+/// A monotonic clock for [`Spawner::now_ns`](crate::Spawner::now_ns): nanoseconds since the
+/// clock was made (`Instant`: `clock_gettime(CLOCK_MONOTONIC)` through the vDSO on Linux).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MonotonicClock(std::time::Instant);
+
+impl MonotonicClock {
+    pub(crate) fn new() -> Self {
+        Self(std::time::Instant::now())
+    }
+
+    /// Nanoseconds since `new` (saturating after 584 years).
+    #[inline]
+    pub(crate) fn now_ns(&self) -> u64 {
+        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl ThreadPool<ThreadSpawner> {
+    /// A pool on OS threads with the [`DefaultParker`]. No thread starts until work arrives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `max_threads` above
+    /// [`MAX_THREADS`](crate::MAX_THREADS); [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// if the allocator fails.
+    ///
+    /// ```
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// assert_eq!(pool.max_threads(), 2);
+    /// ```
+    pub fn new(config: Config) -> Result<Self, Error> {
+        Self::with_spawner(config, ThreadSpawner::try_named("pool-worker")?)
+    }
+}
+
+impl BlockingPool<ThreadSpawner> {
+    /// A blocking pool on OS threads named "pool-blocking". No thread starts until work arrives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `max_threads` above
+    /// [`BlockingConfig::MAX_THREADS`](crate::BlockingConfig::MAX_THREADS);
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the allocator fails.
+    ///
+    /// ```
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
+    /// assert_eq!(pool.max_threads(), 4);
+    /// ```
+    pub fn new(config: BlockingConfig) -> Result<Self, Error> {
+        Self::with_spawner(config, ThreadSpawner::try_named("pool-blocking")?)
+    }
+}
+
+impl<T> BlockingHandle<T> {
+    /// Blocks the calling thread until the closure has finished, and returns its value.
+    ///
+    /// # Errors
+    /// [`BlockingJoinError::Cancelled`] if the pool shut down before the closure started,
+    /// [`BlockingJoinError::Panicked`] if it panicked.
+    ///
+    /// ```
+    /// let pool = pool::BlockingPool::new(Default::default()).unwrap();
+    /// let handles: Vec<_> = (1..=3u64)
+    ///     .map(|ms| pool.spawn_blocking(move || { std::thread::sleep(std::time::Duration::from_millis(ms)); ms }).unwrap())
+    ///     .collect();
+    /// let slept: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(slept, 6);
+    /// ```
+    pub fn join(mut self) -> Result<T, BlockingJoinError> {
+        let done = self.done();
+        if !done.is_setting() {
+            // Parks until SET: the parker lives in this frame, and SET is the setter's last
+            // access to it (`Signal::park_until_set`).
+            done.park_until_set(&DefaultParker::default());
+        }
+        self.take_output()
+    }
+}
