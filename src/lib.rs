@@ -64,9 +64,9 @@ pub mod runtime;
 mod scheduler;
 mod shutdown;
 pub(crate) mod sync;
-mod sync_word;
 mod task;
 pub mod time;
+mod timer;
 pub mod io;
 #[cfg(feature = "net")]
 pub mod net;
@@ -102,7 +102,7 @@ pub use runtime::{JoinError, JoinHandle, RuntimeStats};
 pub use scheduler::{
     Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };
-pub use sync_word::MAX_THREADS;
+pub use scheduler::MAX_THREADS;
 pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]

@@ -130,9 +130,9 @@ pub enum SyncState {
     Shutdown,
 }
 
-impl From<crate::sync_word::State> for SyncState {
-    fn from(s: crate::sync_word::State) -> Self {
-        use crate::sync_word::State;
+impl From<crate::scheduler::sync_word::State> for SyncState {
+    fn from(s: crate::scheduler::sync_word::State) -> Self {
+        use crate::scheduler::sync_word::State;
         match s {
             State::Pending => Self::Pending,
             State::Waking => Self::Waking,
@@ -142,9 +142,9 @@ impl From<crate::sync_word::State> for SyncState {
     }
 }
 
-impl From<SyncState> for crate::sync_word::State {
+impl From<SyncState> for crate::scheduler::sync_word::State {
     fn from(s: SyncState) -> Self {
-        use crate::sync_word::State;
+        use crate::scheduler::sync_word::State;
         match s {
             SyncState::Pending => State::Pending,
             SyncState::Waking => State::Waking,
@@ -159,8 +159,8 @@ impl From<SyncState> for crate::sync_word::State {
 pub struct SyncWord(pub u32);
 
 impl SyncWord {
-    fn get(self) -> crate::sync_word::Sync {
-        crate::sync_word::Sync(self.0)
+    fn get(self) -> crate::scheduler::sync_word::Sync {
+        crate::scheduler::sync_word::Sync(self.0)
     }
     pub fn state(self) -> SyncState {
         self.get().state().into()
@@ -245,7 +245,7 @@ impl Parker for LoomParker {
     fn park_timeout(&self, timeout: core::time::Duration) {
         let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         match &self.clock {
-            Some(clock) if timeout_ns >= crate::time::wheel::TICK_NS => {
+            Some(clock) if timeout_ns >= crate::timer::wheel::TICK_NS => {
                 // From this thread's last clock reading, the one the caller computed `timeout`
                 // from: the model's time moves in jumps, so measuring from `now` here would
                 // push the deadline past a jump made in between and the park would miss it.

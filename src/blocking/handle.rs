@@ -162,6 +162,7 @@ impl<T> BlockingHandle<T> {
 
     /// Takes the output after the signal was seen set or being set (Acquire).
     /// The signal the completing side sets (the handle is its one waiter).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn done(&self) -> &Signal {
         &self.shared().done
     }

@@ -28,7 +28,7 @@ use super::platform::CSpawner;
 use super::pool_status::*;
 use super::{borrow, boundary, status, status_on, CPool, Pool};
 use crate::join::fn_job::{self, FnJob};
-use crate::join::frame::FrameStack;
+use crate::scheduler::frame::FrameStack;
 use crate::scheduler::context::ContextHead;
 use crate::{ThreadPool, ThreadSpawner, WorkerContext};
 

@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 use core::time::Duration;
 
 use super::{borrow, boundary, checked_task, pool_status, status, CTask, Pool};
-use crate::time::AfterError;
+use crate::scheduler::timers::AfterError;
 use pool_status::*;
 
 /// Submits `task` to `pool` to run no earlier than `delay_ns` nanoseconds from now, exactly

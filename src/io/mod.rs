@@ -7,7 +7,7 @@
 //! # Who calls what
 //! * **Tick end** (`scheduler::worker`, `end_tick`, every 128 tasks): a worker that gets the
 //!   driver's try-lock calls [`Driver::poll`]. One Relaxed load when no driver is installed.
-//! * **Parking**: the idle worker that holds the timer-parker role (`time::driver`) takes the
+//! * **Parking**: the idle worker that holds the timer-parker role (`scheduler::park`) takes the
 //!   lock and blocks in [`Driver::park`] with the next timer deadline as its timeout, instead of
 //!   its parker. It skips the idle spin before that (`scheduler::sleep`, `park`): while it
 //!   spins nobody watches the I/O, so requests that arrive wait for the spin to end (and
@@ -28,14 +28,10 @@
 //!   SeqCst load; the waker's notification came before its SeqCst read of the role), so it
 //!   never blocks through a wake it was meant to get.
 
-use alloc::boxed::Box;
-use core::fmt;
 use core::time::Duration;
 
-use crate::platform::Spawner;
-use crate::error::Error;
-use crate::scheduler::ThreadPool;
-use crate::sync::{fence, AtomicBool, AtomicPtr, Ordering};
+#[cfg(doc)]
+use crate::ThreadPool;
 
 /// An I/O driver (see the module docs for when the pool calls each method). All three may be
 /// called from any of the pool's threads; `poll` and `park` never concurrently (the pool holds
@@ -99,149 +95,5 @@ impl<D: Driver + ?Sized> Driver for alloc::sync::Arc<D> {
     }
     fn shutdown(&self) {
         (**self).shutdown();
-    }
-}
-
-/// The pool's installed driver (at most one, set once), the lock around `poll` / `park`, and
-/// whether the pool shut down (its driver is told once, however installing and shutting down
-/// interleave).
-pub(crate) struct DriverSlot {
-    /// A leaked `Box<Box<dyn Driver>>` (a thin pointer), or null. Set once, freed on drop.
-    driver: AtomicPtr<Box<dyn Driver>>,
-    busy: AtomicBool,
-    /// The pool shut down (`shutdown`).
-    closed: AtomicBool,
-    /// `Driver::shutdown` was called (by `shutdown` or by a `set` that came after it).
-    told: AtomicBool,
-}
-
-impl fmt::Debug for DriverSlot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DriverSlot").field("installed", &self.get().is_some()).finish_non_exhaustive()
-    }
-}
-
-impl Drop for DriverSlot {
-    fn drop(&mut self) {
-        let ptr = self.driver.load(Ordering::Acquire);
-        if !ptr.is_null() {
-            // SAFETY: leaked from a Box in `set`; the pool is being freed, nobody calls it now.
-            drop(unsafe { Box::from_raw(ptr) });
-        }
-    }
-}
-
-/// The driver's lock, released on drop.
-pub(crate) struct DriverGuard<'a> {
-    slot: &'a DriverSlot,
-    pub(crate) driver: &'a dyn Driver,
-}
-
-impl Drop for DriverGuard<'_> {
-    fn drop(&mut self) {
-        self.slot.busy.store(false, Ordering::Release);
-    }
-}
-
-impl DriverSlot {
-    pub(crate) fn new() -> Self {
-        Self {
-            driver: AtomicPtr::new(core::ptr::null_mut()),
-            busy: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            told: AtomicBool::new(false),
-        }
-    }
-
-    /// The pool shut down: tells the installed driver ([`Driver::shutdown`]), now or when one
-    /// is installed later (`set`). Store, fence, load on both sides (a Dekker pair; loom
-    /// checks it through the fences): either this load sees the driver, or `set`'s load of
-    /// `closed` sees the store; `told` makes it once.
-    pub(crate) fn shutdown(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        self.tell();
-    }
-
-    fn tell(&self) {
-        let ptr = self.driver.load(Ordering::Acquire);
-        if !ptr.is_null() && !self.told.swap(true, Ordering::AcqRel) {
-            // SAFETY: set once, freed only when the pool is.
-            unsafe { &**ptr }.shutdown();
-        }
-    }
-
-    /// The driver, if one is installed (Acquire: pairs with `set`'s Release).
-    #[inline]
-    pub(crate) fn get(&self) -> Option<&dyn Driver> {
-        let ptr = self.driver.load(Ordering::Acquire);
-        // SAFETY: set once, freed only when the pool is.
-        (!ptr.is_null()).then(|| unsafe { &**ptr })
-    }
-
-    /// Whether a driver is installed (one Relaxed load: the tick end's check).
-    #[inline]
-    pub(crate) fn is_installed(&self) -> bool {
-        !self.driver.load(Ordering::Relaxed).is_null()
-    }
-
-    /// The lock, if free.
-    pub(crate) fn try_lock(&self) -> Option<DriverGuard<'_>> {
-        let driver = self.get()?;
-        self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok()?;
-        Some(DriverGuard { slot: self, driver })
-    }
-
-    /// The lock, waiting for a tick end's `poll` to finish (the timer parker's `park`). The
-    /// holder may be preempted mid-poll (more threads than cores), so the wait spins a little,
-    /// then sleeps in short steps on `parker` (`worker::backoff`) instead of spinning through
-    /// the holder's lost time slice. A wake aimed at the caller meanwhile is not lost: it holds
-    /// the timer-parker role, so its waker unparks the driver too, and the `park` it enters
-    /// next returns at once.
-    pub(crate) fn lock<P: crate::Parker>(&self, parker: &P) -> Option<DriverGuard<'_>> {
-        let driver = self.get()?;
-        let mut spins = 0;
-        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            crate::scheduler::worker::backoff(parker, &mut spins);
-        }
-        Some(DriverGuard { slot: self, driver })
-    }
-
-    /// Installs `driver`. `Err(Error::AlreadyStarted)` if one is installed (the new one is
-    /// dropped); `Err(Error::Shutdown)` if the pool shut down first (it stays installed, and
-    /// has been told).
-    fn set(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
-        let boxed = Box::into_raw(Box::new(driver));
-        if self.driver.compare_exchange(core::ptr::null_mut(), boxed, Ordering::SeqCst, Ordering::Relaxed).is_err() {
-            // SAFETY: not published: still ours.
-            drop(unsafe { Box::from_raw(boxed) });
-            return Err(Error::AlreadyStarted);
-        }
-        // The other half of `shutdown`'s pair.
-        fence(Ordering::SeqCst);
-        if self.closed.load(Ordering::SeqCst) {
-            self.tell();
-            return Err(Error::Shutdown);
-        }
-        Ok(())
-    }
-}
-
-impl<S: Spawner> ThreadPool<S> {
-    /// Installs the pool's I/O driver (once). From then on the workers poll it at their tick
-    /// ends and one idle worker blocks in it (see [`crate::io`]).
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped);
-    /// [`Error::Shutdown`] if the pool was shut down (the driver has been told:
-    /// [`Driver::shutdown`]).
-    ///
-    /// Example: [`Driver`].
-    pub fn set_driver(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
-        let inner = self.inner();
-        inner.runtime.driver.set(driver)?;
-        // Idle workers parked before it existed: one takes the role and blocks in it.
-        inner.notify(false);
-        Ok(())
     }
 }

@@ -30,14 +30,12 @@
 
 use core::ptr::{self, NonNull};
 
-use super::frame::FRAMES;
-use super::JobHeader;
+use crate::scheduler::frame::FRAMES;
+use crate::scheduler::job::JobHeader;
 use crate::platform::Spawner;
-use crate::scheduler::worker::Until;
 use crate::scheduler::context::ContextHead;
 use crate::error::Error;
-use crate::scheduler::{Inner, WorkerContext};
-use crate::sync::Ordering;
+use crate::scheduler::WorkerContext;
 use crate::task::Task;
 
 /// What a [`FnJob`] runs: the job, and the context of the worker running it (type-erased:
@@ -108,19 +106,14 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
     let job = unsafe { job_of(NonNull::new_unchecked(task)) };
     // SAFETY: as above; the header is only read here (the owner writes only `mode`).
     let header = unsafe { &(*job.as_ptr()).header };
-    // SAFETY: queued jobs were offered (`promote` or `fork_fn_deep`).
-    let offered = unsafe { header.offered() };
-    // SAFETY: the pool of an offered job is the live pool whose worker forked it (that
-    // worker waits for the job before its pool can go away).
-    let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
-    if let Some(cx) = cx {
-        offered.thief.store(cx.index() + 1, Ordering::Relaxed);
-    }
+    // SAFETY: queued jobs were offered (`promote` or `fork_fn_deep`), with the live pool
+    // whose worker forked it (that worker waits for the job before its pool can go away).
+    let cx = unsafe { header.begin_run::<S>() };
     let worker = cx.map_or(ptr::null(), |cx| ptr::from_ref(cx).cast::<()>());
     // SAFETY: forked; the job runs once (its task was dequeued once).
     unsafe { call(job, worker) };
-    // SAFETY: set once per fork; our last access: the owner may return right after.
-    unsafe { offered.signal.set() };
+    // SAFETY: offered; set once per fork; our last access: the owner may return right after.
+    unsafe { header.signal().set() };
 }
 
 /// The fast paths of a fork and a join, which need no platform type (the C API takes them
@@ -280,8 +273,7 @@ impl<S: Spawner> WorkerContext<S> {
             return Ok(());
         }
         // SAFETY: offered (promoted or queued by the fork); only read from here on.
-        let offered = unsafe { (*j).header.offered() };
-        self.wait_until(Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) });
+        self.wait_until(unsafe { (*j).header.until() });
         Ok(())
     }
 }
@@ -297,10 +289,7 @@ impl FnJob {
         Self {
             run: Some(run),
             mode: IDLE,
-            header: JobHeader {
-                task: Task::new(not_forked),
-                offered: crate::sync::UnsafeCell::new(core::mem::MaybeUninit::uninit()),
-            },
+            header: JobHeader::latent(not_forked),
         }
     }
 }

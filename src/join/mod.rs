@@ -58,11 +58,9 @@
 //! `std`; the task callback is `extern "C"` and must not unwind) and its panic travels back in
 //! the job's result.
 
-pub(crate) mod deque;
 // The C API's fork-join (`capi::job`); built without it too, for its tests.
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) mod fn_job;
-pub(crate) mod frame;
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -72,13 +70,14 @@ use core::ptr::{self, NonNull};
 use alloc::boxed::Box;
 
 use crate::latch::{CountLatch, Signal};
-use frame::FRAMES;
+use crate::scheduler::frame::FRAMES;
+use crate::scheduler::job::JobHeader;
 
 use crate::platform::Spawner;
 use crate::scheduler::worker::Until;
 use crate::error::Error;
 use crate::scheduler::{Inner, ThreadPool, WorkerContext};
-use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
 
 #[cfg(feature = "std")]
@@ -126,7 +125,7 @@ impl Drop for AbortOnUnwind {
 /// A job that lives in its waiter's stack frame: its [`JobHeader`] first (so the task pointer
 /// is the job pointer), the closure and its result.
 ///
-/// A `join` creates its second half latent (`join::frame`): only the task header and the
+/// A `join` creates its second half latent (`scheduler::frame`): only the task header and the
 /// closure are written. The rest of the header (the signal the owner waits on, the thief's
 /// index, the pool) is written by [`JobHeader::offer`], just before the job is queued. So a
 /// join whose `b` never leaves its worker writes no more than the task and the closure.
@@ -148,51 +147,6 @@ pub(crate) struct StackJob<F, R, S: Spawner> {
     _pool: PhantomData<*const Inner<S>>,
 }
 
-/// The part of a [`StackJob`] that does not depend on its closure's type, so a worker can offer
-/// a latent frame knowing only its task pointer.
-#[repr(C)]
-pub(crate) struct JobHeader {
-    task: Task,
-    /// Written by `offer`, before the job is queued; read only after.
-    offered: UnsafeCell<MaybeUninit<Offered>>,
-}
-
-/// What only a queued job needs.
-struct Offered {
-    /// Set by the runner when the result is written (its last access).
-    signal: Signal,
-    /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
-    /// waiting owner steals related work from (`scheduler::worker`, leapfrogging).
-    thief: AtomicUsize,
-    /// The pool (`*const Inner<S>`) whose worker context the closure gets when stolen; null:
-    /// none (the closure gets `None`).
-    pool: *const (),
-}
-
-impl JobHeader {
-    /// Makes the job behind `task` ready to queue: writes its signal, thief slot and pool.
-    ///
-    /// # Safety
-    /// `task` is the header of a live, not yet offered [`StackJob`], not queued, whose owner
-    /// is the caller's thread.
-    #[inline]
-    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: *const ()) {
-        // SAFETY: `task` is the first field of a repr(C) `JobHeader` (first in a `StackJob`).
-        let header = unsafe { task.cast::<JobHeader>().as_ref() };
-        let offered = Offered { signal: Signal::new(), thief: AtomicUsize::new(0), pool };
-        // SAFETY: nobody else can see the job before it is queued, after this write.
-        header.offered.with_mut(|o| unsafe { (*o).write(offered) });
-    }
-
-    /// # Safety
-    /// The job was offered.
-    #[inline]
-    unsafe fn offered(&self) -> &Offered {
-        // SAFETY: initialised by `offer` (the caller's contract); only read from now on.
-        self.offered.with(|o| unsafe { (*o).assume_init_ref() })
-    }
-}
-
 impl<F, R, S: Spawner> fmt::Debug for StackJob<F, R, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StackJob").finish_non_exhaustive()
@@ -209,7 +163,7 @@ where
     #[inline(always)]
     pub(crate) fn latent(func: F) -> Self {
         Self {
-            header: JobHeader { task: Task::new(Self::execute), offered: UnsafeCell::new(MaybeUninit::uninit()) },
+            header: JobHeader::latent(Self::execute),
             func: UnsafeCell::new(MaybeUninit::new(func)),
             result: UnsafeCell::new(MaybeUninit::uninit()),
             _pool: PhantomData,
@@ -242,7 +196,7 @@ where
     /// The job was offered.
     pub(crate) unsafe fn signal(&self) -> &Signal {
         // SAFETY: the caller's contract.
-        unsafe { &self.header.offered().signal }
+        unsafe { self.header.signal() }
     }
 
     /// What the owner waits for: the signal, and the worker running the job (if known yet).
@@ -251,8 +205,7 @@ where
     /// The job was offered.
     unsafe fn until(&self) -> Until<'_> {
         // SAFETY: the caller's contract.
-        let offered = unsafe { self.header.offered() };
-        Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) }
+        unsafe { self.header.until() }
     }
 
     /// Moves the closure out.
@@ -270,21 +223,17 @@ where
         // SAFETY: `task` is the first field of a live, offered `StackJob<F, R, S>` (repr(C));
         // the owner keeps the frame alive until the signal is set, below.
         let job = unsafe { &*task.cast_const().cast::<Self>() };
-        // SAFETY: queued jobs were offered.
-        let offered = unsafe { job.header.offered() };
-        // SAFETY: a non-null `pool` is the live pool whose worker queued the job (it waits
-        // for the job before its pool can go away).
-        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
-        if let Some(cx) = cx {
-            offered.thief.store(cx.index() + 1, Ordering::Relaxed);
-        }
+        // SAFETY: queued jobs were offered, with a null pool or the live pool whose worker
+        // queued the job (it waits for the job before its pool can go away).
+        let cx = unsafe { job.header.begin_run::<S>() };
         // SAFETY: the job runs once (its task was dequeued once): we are its runner.
         let func = unsafe { job.take_func() };
         let result = call(|| func(cx));
         // SAFETY: nobody reads `result` until the signal is set (Release, below).
         job.result.with_mut(|r| unsafe { (*r).write(result) });
-        // SAFETY: set once per job. It is our last access: the owner may return right after.
-        unsafe { offered.signal.set() };
+        // SAFETY: offered; set once per job. It is our last access: the owner may return
+        // right after.
+        unsafe { job.header.signal().set() };
     }
 
     /// Runs the closure on the owner's thread (the job was taken back or never queued).
@@ -412,7 +361,7 @@ impl<S: Spawner> WorkerContext<S> {
     ///
     /// `a` runs inline; `b` stays private to this worker (a latent frame: no shared write, no
     /// fence, no allocation) and runs inline after `a`, unless another worker asked for work
-    /// meanwhile: then this worker offers its oldest latent `b` for stealing (`join::frame`).
+    /// meanwhile: then this worker offers its oldest latent `b` for stealing (`scheduler::frame`).
     /// If `b` was stolen, this worker runs related work (the forks of the computation it
     /// waits for), and unrelated work only within the nesting bound, until `b` is done
     /// (`scheduler/context.rs`, "Bounded helping").
@@ -946,15 +895,15 @@ pub mod loom_api {
     use crate::task::Task;
 
     /// Slots in a join deque under loom (4).
-    pub const DEQUE_CAPACITY: u32 = super::deque::CAPACITY;
+    pub const DEQUE_CAPACITY: u32 = crate::queue::deque::CAPACITY;
 
-    /// A worker's join deque (`join::deque::JoinDeque`).
+    /// A worker's join deque (`queue::deque::JoinDeque`).
     #[derive(Debug, Default)]
-    pub struct JoinDeque(super::deque::JoinDeque);
+    pub struct JoinDeque(crate::queue::deque::JoinDeque);
 
     impl JoinDeque {
         pub fn new() -> Self {
-            Self(super::deque::JoinDeque::new())
+            Self(crate::queue::deque::JoinDeque::new())
         }
         /// # Safety
         /// As `JoinDeque::push`.
@@ -980,15 +929,15 @@ pub mod loom_api {
     }
 
     /// Latent frames a worker keeps before its joins stop recording (`frame::LATENT_SUPPLY`).
-    pub const LATENT_SUPPLY: usize = super::frame::LATENT_SUPPLY;
+    pub const LATENT_SUPPLY: usize = crate::scheduler::frame::LATENT_SUPPLY;
 
-    /// A worker's demand word (`join::frame::Demand`): the hungry and record flags.
+    /// A worker's demand word (`scheduler::frame::Demand`): the hungry and record flags.
     #[derive(Debug)]
-    pub struct Demand(super::frame::Demand);
+    pub struct Demand(crate::scheduler::frame::Demand);
 
     impl Demand {
         pub fn new() -> Self {
-            Self(super::frame::Demand::new())
+            Self(crate::scheduler::frame::Demand::new())
         }
         /// An idle worker's request.
         pub fn ask(&self) {
@@ -1007,16 +956,16 @@ pub mod loom_api {
         }
     }
 
-    /// A worker's frame stack (`join::frame::FrameStack`) over `demand`, for the owner thread.
+    /// A worker's frame stack (`scheduler::frame::FrameStack`) over `demand`, for the owner thread.
     pub struct Frames<'a> {
-        stack: super::frame::FrameStack,
+        stack: crate::scheduler::frame::FrameStack,
         _demand: core::marker::PhantomData<&'a Demand>,
     }
 
     impl<'a> Frames<'a> {
         pub fn new(demand: &'a Demand) -> Self {
             // SAFETY: `demand` outlives `'a`, and so this stack.
-            Self { stack: unsafe { super::frame::FrameStack::new(NonNull::from(&demand.0)) }, _demand: core::marker::PhantomData }
+            Self { stack: unsafe { crate::scheduler::frame::FrameStack::new(NonNull::from(&demand.0)) }, _demand: core::marker::PhantomData }
         }
         /// A join records `task` as its newest latent frame.
         pub fn push(&self, task: NonNull<Task>) {

@@ -22,7 +22,7 @@
 //! A producer first swings `tail` to its batch, then links the previous tail to it. In between,
 //! the chain is broken: the consumer sees a node with no `next` although `tail` is elsewhere.
 //! It then reports "empty" spuriously and leaves the node in place. That is safe: the producer
-//! notifies the pool after linking, so a worker will come back (see `sync_word`).
+//! notifies the pool after linking, so a worker will come back (see `scheduler/README.md`).
 //!
 //! # Invariants
 //! * Only the lock holder reads or moves the cursor, or reads `next` of consumed-side nodes.

@@ -5,5 +5,6 @@
 //! * [`injector`]: the pool's unbounded intrusive multi-producer queue, with a consumer end
 //!   guarded by a try-lock that never blocks. External submissions and ring overflow land here.
 
+pub(crate) mod deque;
 pub(crate) mod injector;
 pub(crate) mod ring;

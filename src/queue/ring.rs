@@ -18,7 +18,7 @@
 //!
 //! Order: FIFO for the owner and for thieves (both take from `head`). The LIFO order a worker
 //! wants for a task it has just woken is served by the LIFO slot in front of this ring, and
-//! fork-join's by the join deque (`join::deque`), not by the ring itself.
+//! fork-join's by the join deque (`queue::deque`), not by the ring itself.
 //!
 //! Capacity: 256 tasks (4 under loom, so overflow and wrap-around happen in small models).
 

@@ -30,7 +30,7 @@ use super::state::State;
 use crate::latch::Signal;
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
-use crate::time::TimerHandle;
+use crate::timer::TimerHandle;
 
 /// What a task needs from whatever runs it: the pool (`super::pool::PoolScheduler`) or, in
 /// the loom models, a queue the model drives by hand.

@@ -150,7 +150,6 @@ use core::task::{Context, Poll};
 
 pub use error::JoinError;
 pub use join::JoinHandle;
-pub(crate) use pool::{release_pool, PoolRuntime};
 pub use pool::RuntimeStats;
 
 #[cfg(doc)]
@@ -159,7 +158,7 @@ use crate::ThreadPool;
 /// The timers of a pool task's scheduler (`crate::time` binds a timer with it): with `std`,
 /// of the task this thread is polling; else of the task `waker` belongs to, if it is one of
 /// ours.
-pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::time::TimerHandle> {
+pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::timer::TimerHandle> {
     #[cfg(feature = "std")]
     if let Some(task) = current::polling() {
         // SAFETY: the task being polled on this thread (a task header) is live for the whole

@@ -1,6 +1,6 @@
 //! The runtime on a [`ThreadPool`]: spawning ([`ThreadPool::spawn_future`]), the
 //! [`Schedule`] implementation that queues tasks on the pool, the pool's lifetime as seen by
-//! its tasks ([`PoolRuntime`]), and the runtime counters ([`RuntimeStats`]).
+//! its tasks (`scheduler::inner`, `release_pool`), and the runtime counters ([`RuntimeStats`]).
 //!
 //! # The pool outlives its tasks
 //! Every task holds a reference on the pool's shared state (`Inner`), taken at spawn and
@@ -11,13 +11,10 @@
 //! (the injector is closed), and the task is cancelled on the waking thread: its future is
 //! dropped there and its `JoinHandle` reports [`JoinError::is_cancelled`](super::JoinError).
 
-use core::fmt;
 use core::future::Future;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-
-use alloc::boxed::Box;
 
 use super::harness;
 use super::header::{Header, Schedule};
@@ -25,59 +22,14 @@ use super::JoinHandle;
 use crate::latch::Signal;
 use crate::platform::Spawner;
 use crate::error::Error;
+use crate::scheduler::inner::release_pool;
 use crate::scheduler::{Inner, ThreadPool};
-use crate::sync::{AtomicUsize, CachePadded, Ordering};
+use crate::sync::Ordering;
 use crate::task::Task;
 
 /// Spins before a thread outside the pool parks in `JoinHandle::join`. 0, as `block_on`'s:
 /// on 2 cores a spinning joiner slows the worker it waits for (see `block_on.rs`).
 pub(crate) const JOIN_SPINS: u32 = 0;
-
-/// Per-pool runtime state, a field of the pool's `Inner`.
-pub(crate) struct PoolRuntime {
-    /// References to `Inner`: 1 for the `ThreadPool` handle + 1 per live task.
-    refs: CachePadded<AtomicUsize>,
-    /// The pool's timing wheel (`crate::time`).
-    pub(crate) timers: crate::time::Timers,
-    /// The pool's I/O driver, if one is installed (`crate::io`).
-    pub(crate) driver: crate::io::DriverSlot,
-}
-
-impl fmt::Debug for PoolRuntime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PoolRuntime").field("refs", &self.refs.load(Ordering::Relaxed)).finish_non_exhaustive()
-    }
-}
-
-impl PoolRuntime {
-    pub(crate) fn new() -> Self {
-        Self { refs: CachePadded(AtomicUsize::new(1)), timers: crate::time::Timers::new(), driver: crate::io::DriverSlot::new() }
-    }
-
-    /// A task (or a bound timer) takes a reference on the pool.
-    #[inline]
-    pub(crate) fn acquire(&self) {
-        // Relaxed: a new reference from an existing one (the handle's, or a task's), as
-        // `Arc::clone`.
-        self.refs.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Drops a reference; true if it was the last (the caller frees `Inner`).
-    ///
-    /// The handle's drop calls this after shutdown has joined every thread.
-    #[inline]
-    pub(crate) fn release(&self) -> bool {
-        // Release, and on the last an Acquire load of the count, as `Arc`'s fence: everything
-        // any owner did happens before the free (the count changes only by RMWs, so the load,
-        // reading our decrement, synchronises with every earlier one). A load so that
-        // ThreadSanitizer, which does not model fences, sees the pairing.
-        if self.refs.fetch_sub(1, Ordering::Release) == 1 {
-            let _ = self.refs.load(Ordering::Acquire);
-            return true;
-        }
-        false
-    }
-}
 
 /// Runtime counters (Relaxed; exact once the pool is idle). Lock-free to read, from any
 /// thread: [`ThreadPool::runtime_stats`] (total) and [`ThreadPool::runtime_worker_stats`]
@@ -137,7 +89,7 @@ impl<S: Spawner> ThreadPool<S> {
         // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
         // wake_after_pool_dropped).
         let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
-        inner.runtime.acquire();
+        inner.acquire();
         let task = Header::task(header);
         // On a worker: its LIFO slot, as a wake (`schedule_slow`), with the spawn counted on the
         // same worker lookup.
@@ -279,7 +231,7 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
     unsafe fn is_closed(sched: NonNull<()>) -> bool {
         // SAFETY: as above.
         let inner = unsafe { sched.cast::<Inner<S>>().as_ref() };
-        inner.load_sync(Ordering::Relaxed).state() == crate::sync_word::State::Shutdown
+        inner.load_sync(Ordering::Relaxed).state() == crate::scheduler::sync_word::State::Shutdown
     }
 
     unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
@@ -299,29 +251,14 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
         pool.wait_for(signal);
     }
 
-    unsafe fn timers(sched: NonNull<()>) -> Option<crate::time::TimerHandle> {
+    unsafe fn timers(sched: NonNull<()>) -> Option<crate::timer::TimerHandle> {
         // SAFETY: the task's reference keeps `Inner` alive.
         Some(unsafe { sched.cast::<Inner<S>>().as_ref() }.timer_handle())
     }
 
     unsafe fn release(sched: NonNull<()>) {
-        let inner = sched.cast::<Inner<S>>();
-        // SAFETY: our reference keeps it alive until this call.
-        if unsafe { inner.as_ref() }.runtime.release() {
-            // The handle was dropped (after joining every thread) and we were the last task:
-            // free the pool's memory, as the handle's drop would have.
-            // SAFETY: no thread and no other reference is left; `Inner` came from Box::leak.
-            drop(unsafe { Box::from_raw(inner.as_ptr()) });
-        }
+        // SAFETY: the task's reference, which it gives up; `sched` is the handle's pointer
+        // (`spawn_future`), so the last reference may free the pool through it.
+        unsafe { release_pool::<S>(sched) };
     }
-}
-
-/// Drops a reference on the pool's memory taken with `PoolRuntime::acquire` (a task's, a bound
-/// timer's); the last one frees it.
-///
-/// # Safety
-/// `pool` is a live `Inner<S>` on which the caller owns one reference, which it gives up.
-pub(crate) unsafe fn release_pool<S: Spawner>(pool: NonNull<()>) {
-    // SAFETY: the caller's contract.
-    unsafe { <PoolScheduler<S> as Schedule>::release(pool) }
 }

@@ -19,7 +19,7 @@
 //! methods of this type, each relying on this one invariant.
 //!
 //! # The hungry flag (demand-driven promotion)
-//! A `join` (`join::frame`) reads one owner-read word per call: its worker's *record* flag,
+//! A `join` (`scheduler::frame`) reads one owner-read word per call: its worker's *record* flag,
 //! set while the worker has too few latent frames to offer or is *hungry*. A worker that runs
 //! out of work makes every other worker hungry (`sleep.rs`, when it goes idle), which sets
 //! their record flags too; a new worker starts hungry, so the first join on a pool that may
@@ -30,7 +30,7 @@
 //!
 //! # Bounded helping
 //! A worker that waits (a stolen join half, a latch, a join handle) runs **related** work
-//! first, always: its own latent forks while the newest frame is one (`join::frame`), then
+//! first, always: its own latent forks while the newest frame is one (`scheduler::frame`), then
 //! its own join deque, newest first (the forks of the computation it waits for), and, when
 //! it waits for a join half, the join deque of the worker that stole it
 //! (leapfrogging). **Unrelated** work (its LIFO slot and ring, the injector, other workers'
@@ -52,13 +52,13 @@
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use super::interval::InjectorInterval;
 use super::worker::Worker;
 use super::{Inner, ThreadPool};
-use crate::join::frame::FrameStack;
-use crate::join::JobHeader;
+use super::frame::FrameStack;
+use super::job::JobHeader;
 use crate::platform::Spawner;
 use crate::task::Task;
 
@@ -131,7 +131,7 @@ pub(crate) struct ContextHead {
     /// store a pointer to a struct with the same first field).
     pub(crate) pool: *const (),
     /// The `join`s and forks running on this thread, with their latent frames and the
-    /// worker's demand word (`join::frame`).
+    /// worker's demand word (`scheduler::frame`).
     pub(crate) frames: FrameStack,
 }
 
@@ -323,7 +323,7 @@ impl<S: Spawner> WorkerContext<S> {
     }
 
     /// Forks `task` (`ThreadPool::submit_fork` on this worker): a latent task frame, which a
-    /// wait of this worker runs inline while it is the newest (`join::frame`); on the join
+    /// wait of this worker runs inline while it is the newest (`scheduler::frame`); on the join
     /// deque if the frame stack is full. False if both are full (the caller submits it).
     ///
     /// # Safety
@@ -331,7 +331,7 @@ impl<S: Spawner> WorkerContext<S> {
     #[inline]
     pub(crate) unsafe fn fork_task(&self, task: NonNull<Task>) -> bool {
         let depth = self.head.frames.depth();
-        if depth < crate::join::frame::FRAMES {
+        if depth < super::frame::FRAMES {
             self.head.frames.push_task(depth, task);
             if self.is_hungry() {
                 self.promote();
@@ -444,5 +444,29 @@ impl<S: Spawner> WorkerContext<S> {
         let here = 0u8;
         let used = self.stack_top.saturating_sub(core::ptr::from_ref(&here).addr());
         used <= self.stack_half
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// This thread's worker context, if this thread is one of this pool's workers.
+    #[inline]
+    pub(crate) fn current_context(&self) -> Option<&WorkerContext<S>> {
+        let cx = self.spawner.current_worker();
+        if cx.is_null() {
+            return None;
+        }
+        // A non-null current worker was stored on this thread by some pool's `worker_main` (a
+        // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
+        // encloses everything this thread runs meanwhile) or by a blocking pool (a struct with
+        // the same first field).
+        // SAFETY: both are repr(C) with the pool pointer first, so reading that field is valid
+        // whatever the type.
+        let pool = unsafe { *cx.cast::<*const ()>() };
+        if pool != ptr::from_ref(self).cast::<()>() {
+            return None;
+        }
+        // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
+        // this thread's (the slot is thread-local) and outlives this call (see above).
+        Some(unsafe { &*cx.cast::<WorkerContext<S>>() })
     }
 }

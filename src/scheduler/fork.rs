@@ -57,8 +57,8 @@ impl<S: Spawner> ThreadPool<S> {
         let raw = self.inner.as_ptr();
         mem::forget(self);
         // SAFETY: our only handle; async tasks of the parent may still hold references
-        // (`runtime::pool`): then nothing is freed, as in `Drop`.
-        if !unsafe { (*raw).runtime.release() } {
+        // (`scheduler::inner`, `release_pool`): then nothing is freed, as in `Drop`.
+        if !unsafe { (*raw).release() } {
             return;
         }
         // SAFETY: came from `Box::leak` of an `Inner<S>`; `ManuallyDrop` has its layout, so

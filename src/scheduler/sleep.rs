@@ -24,7 +24,7 @@ use super::worker::Worker;
 use super::Inner;
 use crate::platform::{Parker, Spawner};
 use crate::sync::{fence, spin_hint, Ordering};
-use crate::sync_word::{State, Sync};
+use super::sync_word::{State, Sync};
 
 /// How `wait_or` ended.
 #[derive(Debug)]
@@ -63,7 +63,7 @@ impl<S: Spawner> Inner<S> {
 
     /// Whether a join job offered now could be picked up: a worker is idle or one more can be
     /// started, and no wake-up is in flight already. `join` promotes a latent frame only then
-    /// (`join::frame`); a stale answer costs parallelism, never progress (the Relaxed load).
+    /// (`scheduler::frame`); a stale answer costs parallelism, never progress (the Relaxed load).
     #[inline(always)]
     pub(crate) fn wants_join_work(&self) -> bool {
         let s = self.load_sync(Ordering::Relaxed);
@@ -187,7 +187,7 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Unparks one idle worker other than `me` (whose bit is set in the idle map), leaving its
-    /// bit for it to clear: the timer parker hands its role on (`time::driver`).
+    /// bit for it to clear: the timer parker hands its role on (`scheduler::park`).
     #[cold]
     pub(crate) fn unpark_idle_except(&self, me: usize) {
         // Pairs with the fence in `park`, a Dekker pair over the role word and the idle map:
@@ -412,7 +412,7 @@ impl<S: Spawner> Inner<S> {
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
             // The parker; with the next timer deadline as timeout, or in the I/O driver, if this
-            // worker takes the timer-parker role (`time::driver`). The tasks its dispatch
+            // worker takes the timer-parker role (`scheduler::park`). The tasks its dispatch
             // wakes go to our own queues with no notification until it is over.
             cx.in_park.set(true);
             self.park_worker(me, may_drive, is_done);

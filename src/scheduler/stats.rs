@@ -21,7 +21,52 @@
 //! (for example after a `wait_for`/`join` on the last task, or after `shutdown`), approximate
 //! while it runs, never torn.
 
-use crate::sync::Counter;
+use super::pool::ThreadPool;
+use super::sync_word::State;
+use super::worker::Worker;
+use crate::platform::Spawner;
+use crate::sync::{Counter, Ordering};
+
+/// Counters kept by the pool (Relaxed; approximate while the pool runs).
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// assert_eq!(pool.stats().threads, 0); // threads start lazily
+/// pool.spawn(|| ()).unwrap();
+/// let stats = pool.stats();
+/// assert!(stats.threads >= 1 && stats.idle_threads <= stats.threads);
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Threads started and not yet exited.
+    pub threads: usize,
+    /// Threads counted idle (asleep or about to sleep).
+    pub idle_threads: usize,
+    /// Worker slots (`max_threads`): the indices [`ThreadPool::worker_stats`] accepts.
+    pub workers: usize,
+    // The per-worker counters below are summed over every worker (see
+    // `ThreadPool::worker_stats` for one) plus the work done on threads that are not workers.
+    /// Async tasks spawned (`spawn_future`, accepted).
+    pub spawned: usize,
+    /// Tasks run: intrusive tasks, closures, fork-join jobs taken from a queue, async task
+    /// polls (one run of an async task is one poll; a cancellation counts as one).
+    pub polled: usize,
+    /// Tasks obtained by stealing from another worker (every task a steal moved).
+    pub stolen: usize,
+    /// Successful steal operations (a steal-half moves several tasks at once).
+    pub steals: usize,
+    /// Times a worker went to sleep.
+    pub parks: usize,
+    /// Tasks taken from a worker's LIFO slot.
+    pub lifo_hits: usize,
+    /// Batches fetched from the injector by workers.
+    pub injector_fetches: usize,
+    /// Thread starts that failed.
+    pub spawn_failures: usize,
+}
 
 /// One worker's counters (or the shared "outside the workers" block). See the module docs
 /// for who writes which.
@@ -108,3 +153,68 @@ impl WorkerStats {
         }
     }
 }
+
+impl<S: Spawner> ThreadPool<S> {
+    /// A snapshot of the pool's counters.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// for _ in 0..100 {
+    ///     pool.spawn(|| ()).unwrap();
+    /// }
+    /// pool.shutdown().unwrap();
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.threads, stats.spawn_failures), (0, 0)); // all joined
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let inner = self.inner();
+        let s = inner.load_sync(Ordering::Relaxed);
+        let mut total = inner.outside.snapshot();
+        for index in 0..inner.worker_table.len() {
+            if let Some(worker) = inner.worker_at(index) {
+                total = total.sum(Worker::stats_of(worker).snapshot());
+            }
+        }
+        Stats {
+            threads: s.spawned() as usize,
+            // Workers idle when shutdown came leave without giving their idle count back
+            // (nothing reads it after Shutdown): none is idle then (tests/stats.rs).
+            idle_threads: if s.state() == State::Shutdown { 0 } else { s.idle() as usize },
+            workers: inner.worker_table.len(),
+            spawned: total.spawned,
+            polled: total.polled,
+            stolen: total.stolen,
+            steals: total.steals,
+            parks: total.parks,
+            lifo_hits: total.lifo_hits,
+            injector_fetches: total.injector_fetches,
+            spawn_failures: inner.stats_spawn_failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The counters of worker `index` (`0..max_threads`; all zero for a worker whose thread
+    /// has not started yet), or `None` for an index out of range. Lock-free, as
+    /// [`stats`](Self::stats); work done on threads that are not workers is only in `stats`.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool};
+    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// assert_eq!(pool.worker_stats(0).unwrap().polled, 0);
+    /// assert!(pool.worker_stats(2).is_none());
+    /// # }
+    /// ```
+    pub fn worker_stats(&self, index: usize) -> Option<WorkerStats> {
+        let inner = self.inner();
+        if index >= inner.worker_table.len() {
+            return None;
+        }
+        Some(match inner.worker_at(index) {
+            Some(worker) => Worker::stats_of(worker).snapshot(),
+            None => WorkerStats::default(),
+        })
+    }
+}
+

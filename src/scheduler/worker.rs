@@ -14,7 +14,7 @@
 //! 3. the pool's injector (try-lock; takes its fair share, up to half a ring, in one go into
 //!    the empty ring; step 0 takes a single task when the ring is not empty);
 //! 4. every other worker's ring, starting with the next one in the list, stealing half; and
-//!    when a victim's ring is empty, the oldest job of its join deque (`join::deque`), else its
+//!    when a victim's ring is empty, the oldest job of its join deque (`queue::deque`), else its
 //!    LIFO slot (so a task parked in the slot of a worker busy with a long task is never
 //!    stranded).
 //!
@@ -64,7 +64,7 @@ use super::context::WorkerContext;
 use super::sleep::Waited;
 use super::stats::Counters;
 use super::Inner;
-use crate::join::frame::Demand;
+use super::frame::Demand;
 use crate::latch::Signal;
 use crate::platform::{Parker, Spawner, ThreadStart};
 use crate::queue::ring::{Ring, CAPACITY};
@@ -91,14 +91,14 @@ pub(crate) struct Worker<S: Spawner> {
     /// task is running): `ThreadPool::wait_idle` must not take it for idle.
     pub(crate) waiting_in_task: AtomicBool,
     /// The hungry and record flags: idle workers raise the hunger, this worker's `join`s read
-    /// the record flag (`join::frame`, "The record flag"; `context.rs`, "The hungry flag").
+    /// the record flag (`scheduler::frame`, "The record flag"; `context.rs`, "The hungry flag").
     pub(crate) demand: Demand,
     /// The newest task scheduled LIFO on this worker; stealable when the ring is empty.
     pub(crate) lifo: AtomicPtr<Task>,
     /// The worker's own tasks.
     pub(crate) ring: Ring,
     /// Fork-join jobs offered by `join` on this worker (owner LIFO, thieves take the oldest).
-    pub(crate) joins: crate::join::deque::JoinDeque,
+    pub(crate) joins: crate::queue::deque::JoinDeque,
     /// The worker sleeps on this.
     pub(crate) parker: S::Parker,
     /// What this worker did (`stats.rs`). Written only by this worker (Relaxed load + store);
@@ -125,7 +125,7 @@ impl<S: Spawner> Worker<S> {
     ///
     /// # Safety
     /// `worker` came from the worker table (initialised, and live until the pool is dropped).
-    pub(crate) unsafe fn joins_of<'a>(worker: NonNull<Worker<S>>) -> &'a crate::join::deque::JoinDeque {
+    pub(crate) unsafe fn joins_of<'a>(worker: NonNull<Worker<S>>) -> &'a crate::queue::deque::JoinDeque {
         // SAFETY: the caller's contract; only the `joins` field is borrowed, and it is only
         // ever accessed through atomics.
         unsafe { &*ptr::addr_of!((*worker.as_ptr()).joins) }
@@ -181,7 +181,7 @@ impl<S: Spawner> Inner<S> {
             waiting_in_task: AtomicBool::new(false),
             lifo: AtomicPtr::new(ptr::null_mut()),
             ring: Ring::new(),
-            joins: crate::join::deque::JoinDeque::new(),
+            joins: crate::queue::deque::JoinDeque::new(),
             parker: self.spawner.new_parker(),
             stats: CachePadded(Counters::default()),
         })?;
@@ -378,7 +378,7 @@ impl<S: Spawner> Inner<S> {
 
     /// Runs a task on worker `cx` (this thread's), one that `find_work` dequeued or a wait
     /// popped from its latent frames: counts it, runs it, hands on the forks it left
-    /// (`join::frame`), and ends the tick when its budget is spent.
+    /// (`scheduler::frame`), and ends the tick when its budget is spent.
     #[inline]
     pub(crate) fn run_task(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         let runs = cx.worker().stats.polled.bump_owned();
@@ -387,7 +387,7 @@ impl<S: Spawner> Inner<S> {
         // is its one run.
         unsafe { Task::run(task) };
         if cx.head.frames.depth() != frames {
-            // It forked tasks it did not wait for (`join::frame`).
+            // It forked tasks it did not wait for (`scheduler::frame`).
             cx.truncate_frames(frames);
         }
         if runs % BUDGET_PER_TICK == 0 {

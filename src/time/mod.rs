@@ -30,7 +30,7 @@
 //!   (cancellation). A deadline is rounded **up** to a tick and a tick fires only once the
 //!   clock has passed its start, so a timer never fires early; it fires up to about a tick
 //!   late, plus scheduling.
-//! * **Who fires** (`driver.rs`): the scheduler's two hooks. At the end of each tick (every 128
+//! * **Who fires** (`scheduler::timers`, `scheduler::park`): the scheduler's two hooks. At the end of each tick (every 128
 //!   tasks run, `scheduler::worker`), worker 0 fires the timers that are due, and any other
 //!   worker does if they are overdue by `STALE_TICKS` (2 ticks: worker 0 is busy in a long task); with
 //!   no timer pending that costs one Relaxed load per tick. An idle worker about to sleep
@@ -54,30 +54,21 @@
 //!   timer panics with a message that says so, and [`ThreadPool::submit_after`] returns
 //!   [`Error::InvalidArgument`](crate::Error::InvalidArgument): a clear failure, never a hang.
 
-mod driver;
+mod pool;
 mod sleep;
-pub(crate) mod wheel;
 
+/// The wheel's API for the loom models in `tests/loom_timer.rs` (only under `--cfg loom`).
 #[cfg(loom)]
 #[doc(hidden)]
-pub mod loom;
+pub use crate::timer::loom;
 
-use core::fmt;
 use core::ops::{Add, Sub};
-use core::ptr::NonNull;
 use core::time::Duration;
 
-#[cfg_attr(not(feature = "capi"), allow(unused_imports))]
-pub(crate) use driver::AfterError;
 pub use sleep::{interval, sleep, sleep_until, timeout, Elapsed, Interval, Sleep, Timeout};
-pub(crate) use wheel::Timers;
 
 #[cfg(doc)]
 use crate::{Spawner, ThreadPool};
-
-/// Ticks past a deadline after which any worker (not only worker 0) fires timers at its tick
-/// end.
-pub(crate) const STALE_TICKS: u64 = 2;
 
 /// A point in time on a pool's clock ([`Spawner::now_ns`]): nanoseconds since the clock's
 /// origin. Instants of different pools are not comparable (each platform clock has its own
@@ -125,57 +116,5 @@ impl Sub for Instant {
     type Output = Duration;
     fn sub(self, earlier: Instant) -> Duration {
         self.saturating_duration_since(earlier)
-    }
-}
-
-/// What a timer needs from its pool, type-erased (one static table per spawner type).
-pub(crate) struct TimerOps {
-    /// The pool's wheel.
-    pub(crate) timers: unsafe fn(NonNull<()>) -> NonNull<Timers>,
-    /// The pool's clock.
-    pub(crate) now_ns: unsafe fn(NonNull<()>) -> Option<u64>,
-    /// A timer became the earliest: make sure a worker looks at the new deadline.
-    pub(crate) kick: unsafe fn(NonNull<()>),
-    /// Takes a reference on the pool's memory.
-    pub(crate) acquire: unsafe fn(NonNull<()>),
-    /// Drops one (the last frees the pool's memory).
-    pub(crate) release: unsafe fn(NonNull<()>),
-}
-
-/// A pool's timers, as a timer sees them: the pool (type-erased `Inner<S>`) and its table.
-#[derive(Clone, Copy)]
-pub(crate) struct TimerHandle {
-    pub(crate) pool: NonNull<()>,
-    pub(crate) ops: &'static TimerOps,
-}
-
-impl fmt::Debug for TimerHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TimerHandle").field("pool", &self.pool).finish_non_exhaustive()
-    }
-}
-
-// SAFETY: the handle names a pool's shared state, which is Sync; the functions are thread-safe.
-unsafe impl Send for TimerHandle {}
-// SAFETY: as above.
-unsafe impl Sync for TimerHandle {}
-
-impl TimerHandle {
-    /// The wheel.
-    ///
-    /// # Safety
-    /// The pool is live (a reference is held on it).
-    pub(crate) unsafe fn timers<'a>(&self) -> &'a Timers {
-        // SAFETY: the caller's contract; the wheel lives as long as the pool.
-        unsafe { (self.ops.timers)(self.pool).as_ref() }
-    }
-
-    /// The clock, in ns.
-    ///
-    /// # Safety
-    /// As [`timers`](Self::timers).
-    pub(crate) unsafe fn now_ns(&self) -> Option<u64> {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops.now_ns)(self.pool) }
     }
 }

@@ -10,8 +10,9 @@ use core::time::Duration;
 
 use alloc::boxed::Box;
 
-use super::wheel::{tick_for_deadline, Action, Entry, Registered};
-use super::{Instant, TimerHandle};
+use crate::timer::wheel::{tick_for_deadline, Action, Entry, Registered};
+use super::Instant;
+use crate::timer::TimerHandle;
 
 const NO_CLOCK: &str = "pool timers need a clock: this pool's Spawner::now_ns returns None";
 const NO_POOL: &str = "a pool::time timer was polled outside a task of a pool: use ThreadPool::sleep and friends there";

@@ -1,38 +1,26 @@
-//! The pool's side of its timers: the scheduler's hooks (tick end, parking, shutdown), the
-//! type-erased table a timer reaches its pool through, and the `ThreadPool` methods
-//! ([`ThreadPool::now`], [`ThreadPool::sleep`], [`ThreadPool::sleep_until`],
-//! [`ThreadPool::submit_after`]).
-//!
-//! # The timer parker
-//! `Timers::parker` names at most one idle worker: the one that parks with a timeout on the
-//! wheel's next deadline. A worker about to park claims the role if it is free and the wheel
-//! is not empty (SeqCst CAS, then a SeqCst read of `next_tick`); a timer that becomes the
-//! earliest stores `next_tick` (SeqCst) and then reads `parker` (SeqCst). Store-load on both
-//! sides (a Dekker pair): either the registering thread sees the parker and unparks it (a
-//! token it keeps if it has not parked yet), or the parker sees the new deadline. When the
-//! registering thread sees no parker it notifies the pool (one idle worker wakes, finds no
-//! work and parks again, claiming the role), unless it is one of the pool's own workers: that
-//! one claims the role itself when it runs dry, and meanwhile fires due timers at its tick ends.
-//!
-//! The parker gives the role back when it wakes, fires what is due and, if it leaves idle
-//! while timers remain (woken for work, handed tasks by its own fire, or its wait is over),
-//! unparks one other idle worker so the role is taken again (that worker finds no
-//! notification and parks at once, claiming it): a task that the fire woke and that runs long
-//! must not leave the later deadlines unwatched.
+//! The pool's side of its timers: the table a timer reaches its pool through
+//! ([`TimerHandle`]), the tick-end maintenance (firing due timers, polling the I/O driver),
+//! shutdown's fire, and [`ThreadPool::submit_after`]. Who parks on the next deadline is
+//! `park.rs`'s.
 
 use core::ptr::NonNull;
 use core::time::Duration;
 
 use alloc::boxed::Box;
 
-use super::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered, TICK_SHIFT};
-use super::{Instant, Sleep, TimerHandle, TimerOps, Timers, STALE_TICKS};
-use crate::platform::{Parker, Spawner};
-use crate::scheduler::worker::Worker;
+use super::inner::{release_pool, Inner};
+use super::pool::ThreadPool;
+use super::worker::Worker;
 use crate::error::Error;
-use crate::scheduler::{Inner, ThreadPool};
+use crate::platform::Spawner;
 use crate::sync::{fence, Ordering};
 use crate::task::{Batch, Task};
+use crate::timer::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered, NONE};
+use crate::timer::{TimerHandle, TimerOps, Timers};
+
+/// Ticks past a deadline after which any worker (not only worker 0) fires timers at its tick
+/// end.
+pub(crate) const STALE_TICKS: u64 = 2;
 
 impl<S: Spawner> Inner<S> {
     /// The table timers reach this pool through.
@@ -52,7 +40,7 @@ impl<S: Spawner> Inner<S> {
 
     #[inline]
     pub(crate) fn timers(&self) -> &Timers {
-        &self.runtime.timers
+        &self.timers
     }
 
     /// # Safety (all `*_of`)
@@ -69,12 +57,12 @@ impl<S: Spawner> Inner<S> {
 
     unsafe fn acquire_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
-        unsafe { pool.cast::<Self>().as_ref() }.runtime.acquire();
+        unsafe { pool.cast::<Self>().as_ref() }.acquire();
     }
 
     unsafe fn release_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract; the pool's runtime frees it with the last reference.
-        unsafe { crate::runtime::release_pool::<S>(pool) };
+        unsafe { release_pool::<S>(pool) };
     }
 
     /// A timer became the earliest (module docs).
@@ -105,10 +93,10 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn maintenance_at_tick_end(&self, me: &Worker<S>) {
         let next = self.timers().next_tick(Ordering::Relaxed);
-        if next != super::wheel::NONE {
+        if next != NONE {
             self.timers_due(me, next);
         }
-        if self.runtime.driver.is_installed() {
+        if self.driver.is_installed() {
             self.poll_driver();
         }
     }
@@ -128,106 +116,9 @@ impl<S: Spawner> Inner<S> {
     #[cold]
     #[inline(never)]
     fn poll_driver(&self) {
-        if let Some(guard) = self.runtime.driver.try_lock() {
+        if let Some(guard) = self.driver.try_lock() {
             guard.driver.poll();
         }
-    }
-
-    /// Unparks worker `w`: its parker, and the I/O driver if `w` may be blocked in it
-    /// (`crate::io`, "Waking"). Used by every path that wakes a particular worker.
-    ///
-    /// Nothing when `w` is the calling thread's own worker: it is awake, and re-reads `Sync`
-    /// before it parks again (`wait_or`). That happens when the timer parker, dispatching
-    /// I/O from inside its park, wakes tasks: their notification may pick its own idle-map
-    /// bit, and the driver's unpark would cost a system call (an eventfd write) and an
-    /// `epoll_wait` that returns at once on its next park.
-    #[inline]
-    pub(crate) fn unpark_worker(&self, w: &Worker<S>) {
-        if self.current_context().is_some_and(|cx| core::ptr::eq(cx.worker(), w)) {
-            return;
-        }
-        w.parker.unpark();
-        // SeqCst: after the caller's notification or shutdown store (and its fence), so a
-        // worker that claims the role later sees those in its own re-read (`park_worker`).
-        if self.timers().parker.load(Ordering::SeqCst) == w.index + 1 {
-            if let Some(driver) = self.runtime.driver.get() {
-                driver.unpark();
-            }
-        }
-    }
-
-    /// Whether an idle worker that may drive would block in the I/O driver if it parked now
-    /// (a driver is installed and nobody holds the timer-parker role): a hint, read Relaxed.
-    #[inline]
-    pub(crate) fn would_drive(&self, may_drive: bool) -> bool {
-        may_drive && self.runtime.driver.is_installed() && self.timers().parker.load(Ordering::Relaxed) == 0
-    }
-
-    /// Hook: an idle worker parks (`scheduler::sleep`, `park`), in place of `me.parker.park()`.
-    /// With timers pending or an I/O driver installed, and nobody in the timer-parker role, it
-    /// takes the role: it blocks in the driver (if there is one and `may_drive`) or on its
-    /// parker, until the next deadline (module docs). Otherwise it parks without a timeout.
-    /// `is_done`: the condition of the wait the worker parks in, if any (`wait_or`).
-    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool, is_done: &dyn Fn() -> bool) {
-        let timers = self.timers();
-        let installed = self.runtime.driver.is_installed();
-        let drive = may_drive && installed;
-        // With a driver installed, the role goes only to a worker that can block in it (one
-        // waiting for a latch cannot): else the I/O would go unwatched while others idle.
-        if (timers.next_tick(Ordering::Relaxed) == super::wheel::NONE && !drive)
-            || (installed && !may_drive)
-            || timers.parker.compare_exchange(0, me.index + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
-        {
-            me.parker.park();
-            return;
-        }
-        // After the claim: the wheel's next deadline (module docs), and any wake aimed at us
-        // before our claim was visible (`unpark_worker`: it then unparked only our parker,
-        // which the driver does not watch). The fence is the claim's half of the Dekker pair
-        // with `kick_of` (SeqCst accesses alone would do in the C++ model; loom checks the
-        // pair only through fences).
-        fence(Ordering::SeqCst);
-        let next = timers.next_tick(Ordering::SeqCst);
-        let s = self.load_sync(Ordering::SeqCst);
-        if s.notified() || s.state() == crate::sync_word::State::Shutdown {
-            timers.parker.store(0, Ordering::SeqCst);
-            return;
-        }
-        let now = if next == super::wheel::NONE { None } else { self.spawner.now_ns() };
-        let timeout = now.map(|now| Duration::from_nanos(next.saturating_mul(1 << TICK_SHIFT).saturating_sub(now)));
-        if timeout != Some(Duration::ZERO) {
-            match (drive, timeout) {
-                (true, _) => {
-                    if let Some(guard) = self.runtime.driver.lock(&me.parker) {
-                        guard.driver.park(timeout);
-                    }
-                }
-                (false, Some(timeout)) => me.parker.park_timeout(timeout),
-                (false, None) => me.parker.park(),
-            }
-        }
-        timers.parker.store(0, Ordering::SeqCst);
-        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE {
-            if let Some(now) = self.spawner.now_ns() {
-                timers.fire(tick_of(now), true);
-            }
-        }
-        if timers.next_tick(Ordering::Relaxed) != super::wheel::NONE && self.leaves_idle(me, is_done) {
-            // Leaving with timers pending (for notified work, for tasks our own fire woke into
-            // our own queues, or because our wait is over): hand the role to another idle
-            // worker, so a deadline passing while we run a long task still wakes someone.
-            // (Not for the I/O driver alone: as tokio's, it is polled at tick ends meanwhile
-            // and blocked in again by the next worker to go idle; a hand-over would cost a
-            // wake-up per event batch.)
-            self.unpark_idle_except(me.index);
-        }
-    }
-
-    /// Whether the worker back from its park will run something rather than park again: work
-    /// was notified, its own queues hold tasks (woken by its fire: `schedule_woken` queues
-    /// them there without a notification), or the wait it parks in is over. A hint (Relaxed).
-    fn leaves_idle(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) -> bool {
-        self.load_sync(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
     }
 
     /// Hook: shutdown (`Inner::release_waits`), once tasks are no longer polled: closes the
@@ -288,66 +179,6 @@ impl<S: Spawner> Delayed<S> {
 }
 
 impl<S: Spawner> ThreadPool<S> {
-    /// The pool's clock ([`Spawner::now_ns`]), or `None` on a platform without one.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
-    /// let a = pool.now().unwrap();
-    /// let b = pool.now().unwrap();
-    /// assert!(b >= a);
-    /// # }
-    /// ```
-    pub fn now(&self) -> Option<Instant> {
-        self.inner().spawner.now_ns().map(Instant::from_nanos)
-    }
-
-    /// Timers pending in this pool's wheel (sleeps, timeouts, intervals and delayed tasks not
-    /// yet fired or cancelled).
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
-    /// assert_eq!(pool.pending_timers(), 0);
-    /// # }
-    /// ```
-    pub fn pending_timers(&self) -> usize {
-        self.inner().timers().pending()
-    }
-
-    /// A timer on this pool that completes once `duration` has passed (counted from now).
-    /// Usable anywhere: in the pool's tasks, in [`block_on`](Self::block_on), or from any other
-    /// executor (it wakes through its waker). See [`time`](crate::time).
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// use std::time::{Duration, Instant};
-    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
-    /// let start = Instant::now();
-    /// pool.block_on(pool.sleep(Duration::from_millis(5)));
-    /// assert!(start.elapsed() >= Duration::from_millis(5));
-    /// # }
-    /// ```
-    pub fn sleep(&self, duration: Duration) -> Sleep {
-        let now = self.inner().spawner.now_ns();
-        let deadline = now.map(|now| now.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)));
-        Sleep::bound(self.inner().timer_handle(), deadline, duration)
-    }
-
-    /// A timer on this pool that completes once its clock reaches `deadline`.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap();
-    /// let at = pool.now().unwrap() + std::time::Duration::from_millis(2);
-    /// pool.block_on(pool.sleep_until(at));
-    /// assert!(pool.now().unwrap() >= at);
-    /// # }
-    /// ```
-    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::bound(self.inner().timer_handle(), Some(deadline.as_nanos()), Duration::ZERO)
-    }
-
     /// Submits `task` to run no earlier than `delay` from now, exactly once (libdispatch's
     /// `dispatch_after_f`). Allocates one small entry per call (a [`Task`] has no room for a
     /// deadline), freed when the delay expires. At shutdown a delayed task still pending is
@@ -422,7 +253,7 @@ impl<S: Spawner> ThreadPool<S> {
         }
         // SAFETY: a fresh allocation with `Delayed`'s layout: `Box::from_raw` frees it later.
         unsafe { boxed.write(Delayed::<S> { entry: Entry::new(), task, pool: NonNull::from(inner) }) };
-        inner.runtime.acquire();
+        inner.acquire();
         // SAFETY: `boxed` is live; the entry is its first field.
         let entry = unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*boxed).entry)) };
         // SAFETY: the box stays put until the wheel fires it (it is never cancelled).

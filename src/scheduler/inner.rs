@@ -1,0 +1,217 @@
+//! [`Inner`]: the state shared by a pool's handle, its threads and its tasks (heap-allocated,
+//! never moved), how it is built, and how long it lives: the handle holds one reference on
+//! it and every live async task or pending timer one more, and the last to let go frees it
+//! (`release_pool`), so a waker kept past the pool's end stays safe to call.
+
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+
+use super::config::{Config, MAX_IDLE_SPINS};
+use super::driver::DriverSlot;
+use super::stats::Counters;
+use super::sync_word::{State, Sync, MAX_THREADS};
+use super::worker::Worker;
+use crate::error::Error;
+use crate::fallible::try_boxed_slice;
+use crate::platform::Spawner;
+use crate::queue::injector::Injector;
+use crate::shutdown::ShutdownGate;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::timer::Timers;
+
+/// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
+pub(crate) struct Inner<S: Spawner> {
+    /// The packed `Sync` word (see `sync_word`). Padded: every notify reads it.
+    pub(super) sync: CachePadded<AtomicU32>,
+    /// External submissions and ring overflow.
+    pub(crate) injector: Injector,
+    /// Push-only intrusive list of workers (newest first).
+    pub(super) workers: AtomicPtr<Worker<S>>,
+    /// Worker by index, for `wake_one`.
+    pub(super) worker_table: Box<[AtomicPtr<Worker<S>>]>,
+    /// One bit per worker index: set while the worker is parking.
+    pub(super) idle_map: Box<[AtomicUsize]>,
+    /// Idle workers in their spin phase (counted in `idle`, not yet in `idle_map`): a notify
+    /// that sees one leaves the wake to it instead of unparking a sleeper (`sleep.rs`).
+    pub(super) spinning: AtomicUsize,
+    /// Rounds an idle worker watches `Sync` before it parks (`Config::idle_spins`).
+    pub(super) idle_spins: u32,
+    /// Next worker index to hand out.
+    pub(super) next_index: AtomicUsize,
+    pub(super) max_threads: u32,
+    pub(super) stack_size: usize,
+    /// The thread in `shutdown` sleeps on this until the last worker leaves.
+    pub(super) join_parker: S::Parker,
+    /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
+    pub(super) gate: ShutdownGate,
+    /// Shutdown has fired the timers and woken the I/O waiters (`release_waits`): a draining
+    /// worker leaves only once it searched after this was set, so the delayed tasks that fire
+    /// queues run on the workers, as pool tasks, and not on the shutdown thread after them.
+    pub(super) waits_released: AtomicBool,
+    pub(super) stats_spawn_failed: AtomicUsize,
+    /// Counters of events on threads that are not workers (shared: `bump_shared`).
+    pub(crate) outside: CachePadded<Counters>,
+    pub(crate) spawner: S,
+    /// References to this memory: 1 for the `ThreadPool` handle + 1 per live async task or
+    /// bound timer (they keep it alive past the handle's drop: `release_pool`).
+    refs: CachePadded<AtomicUsize>,
+    /// The pool's timing wheel (`crate::timer`; fired by `timers.rs`).
+    pub(crate) timers: Timers,
+    /// The pool's I/O driver, if one is installed (`driver.rs`).
+    pub(crate) driver: DriverSlot,
+}
+
+impl<S: Spawner> Inner<S> {
+    /// Shutdown (`ThreadPool::shutdown`, and the detaching drop), after `begin_shutdown`: fires
+    /// the timers and lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]),
+    /// so the waiting tasks are woken into a closing pool and cancelled, and shutdown waits for
+    /// neither a deadline nor I/O; then lets the draining workers leave (`waits_released`) and
+    /// unparks them to see it. Until then a worker that drained everything parks instead of
+    /// leaving: a delayed task the fire queues is a pool task, whose own submits must be
+    /// accepted, and only a worker can give it that (on the shutdown thread, after the workers
+    /// left, they would be refused).
+    pub(super) fn release_waits(&self) {
+        self.shutdown_timers();
+        self.driver.shutdown();
+        // Release: the fire's pushes come before the flag; a worker that reads it (Acquire)
+        // before a search finds them. The fence pairs with the one in `waits_released`, a
+        // Dekker pair over the flag and the workers' list: either a worker registered too late
+        // for our walk below reads the flag set, or the walk finds it and unparks it (loom:
+        // `driver_install_racing_shutdown`, whose worker starts while the pool shuts down).
+        self.waits_released.store(true, Ordering::Release);
+        crate::sync::fence(Ordering::SeqCst);
+        self.unpark_all();
+    }
+
+    /// Whether shutdown released its waits (`release_waits`). Draining workers only: the fence
+    /// is the worker's half of `release_waits`' pair (its registration in the workers' list
+    /// came before).
+    pub(crate) fn waits_released(&self) -> bool {
+        crate::sync::fence(Ordering::SeqCst);
+        self.waits_released.load(Ordering::Acquire)
+    }
+
+    /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
+    /// counted idle, none of them sleeps inside a task's wait, and every queue is empty. Once
+    /// true it stays true until the next submit, which is not ordered with this check anyway.
+    pub(super) fn is_idle(&self) -> bool {
+        let s = self.load_sync(Ordering::Relaxed);
+        // Pairs with the Release fence a worker makes before it counts itself idle inside a
+        // task's wait (`worker.rs`): seeing that count, we see its `waiting_in_task`.
+        crate::sync::fence(Ordering::Acquire);
+        if s.state() == State::Shutdown {
+            return s.spawned() == 0 && self.injector.is_empty();
+        }
+        if s.idle() != s.spawned() || !self.injector.is_empty() {
+            return false;
+        }
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while let Some(w) = NonNull::new(worker) {
+            // SAFETY: workers live until the pool is dropped; `next` is immutable once published.
+            let w = unsafe { w.as_ref() };
+            if w.waiting_in_task.load(Ordering::Relaxed)
+                || !w.ring.is_empty()
+                || !w.joins.is_empty_hint()
+                || !w.lifo.load(Ordering::Relaxed).is_null()
+            {
+                return false;
+            }
+            worker = w.next;
+        }
+        // Nobody woke meanwhile (a wake would have changed the word).
+        self.load_sync(Ordering::Acquire) == s
+    }
+}
+
+impl<S: Spawner> Drop for Inner<S> {
+    fn drop(&mut self) {
+        let mut worker = self.workers.load(Ordering::Acquire);
+        while !worker.is_null() {
+            // SAFETY: every thread is joined (drop runs after shutdown), so nothing else
+            // references the workers; each was leaked from a Box in `register`.
+            let boxed = unsafe { Box::from_raw(worker) };
+            worker = boxed.next;
+        }
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// A pool's state for `config`, not yet in its place (`ThreadPool::with_spawner` boxes it;
+    /// a reset after fork writes it over the old one).
+    pub(super) fn build(config: Config, spawner: S) -> Result<Self, Error> {
+        let max_threads = match config.max_threads {
+            0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
+            n if n <= MAX_THREADS => n,
+            _ => return Err(Error::InvalidArgument),
+        };
+        if config.idle_spins > MAX_IDLE_SPINS {
+            return Err(Error::InvalidArgument);
+        }
+        let words = max_threads.div_ceil(usize::BITS as usize);
+        let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
+        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        Ok(Inner {
+            sync: CachePadded(AtomicU32::new(Sync::default().0)),
+            injector: Injector::new(),
+            workers: AtomicPtr::new(ptr::null_mut()),
+            worker_table,
+            idle_map,
+            spinning: AtomicUsize::new(0),
+            idle_spins: config.idle_spins,
+            next_index: AtomicUsize::new(0),
+            max_threads: max_threads as u32,
+            stack_size: config.stack_size,
+            join_parker: spawner.new_parker(),
+            gate: ShutdownGate::new(),
+            waits_released: AtomicBool::new(false),
+            stats_spawn_failed: AtomicUsize::new(0),
+            outside: CachePadded(Counters::default()),
+            refs: CachePadded(AtomicUsize::new(1)),
+            timers: Timers::new(),
+            driver: DriverSlot::new(),
+            spawner,
+        })
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// A task (or a bound timer, or a delayed task) takes a reference on the pool's memory.
+    #[inline]
+    pub(crate) fn acquire(&self) {
+        // Relaxed: a new reference from an existing one (the handle's, or a task's), as
+        // `Arc::clone`.
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a reference; true if it was the last (the caller frees `Inner`).
+    ///
+    /// The handle's drop calls this after shutdown has joined every thread.
+    #[inline]
+    pub(crate) fn release(&self) -> bool {
+        // Release, and on the last an Acquire load of the count, as `Arc`'s fence: everything
+        // any owner did happens before the free (the count changes only by RMWs, so the load,
+        // reading our decrement, synchronises with every earlier one). A load so that
+        // ThreadSanitizer, which does not model fences, sees the pairing.
+        if self.refs.fetch_sub(1, Ordering::Release) == 1 {
+            let _ = self.refs.load(Ordering::Acquire);
+            return true;
+        }
+        false
+    }
+}
+
+/// Drops a reference on the pool's memory taken with [`Inner::acquire`] (a task's, a bound
+/// timer's, a delayed task's); the last one frees it, as the handle's drop would have.
+///
+/// # Safety
+/// `pool` is a live `Inner<S>` from `Box::leak` (the handle's pointer, or one derived from it),
+/// on which the caller owns one reference, which it gives up.
+pub(crate) unsafe fn release_pool<S: Spawner>(pool: NonNull<()>) {
+    let inner = pool.cast::<Inner<S>>();
+    // SAFETY: our reference keeps it alive until this call.
+    if unsafe { inner.as_ref() }.release() {
+        // SAFETY: no thread and no other reference is left; `Inner` came from Box::leak.
+        drop(unsafe { Box::from_raw(inner.as_ptr()) });
+    }
+}

@@ -1,0 +1,109 @@
+//! The job header: the part of a fork-join job (`join`'s stack jobs, the C layer's `FnJob`)
+//! that does not depend on its closure's type, so a worker can offer a latent frame knowing
+//! only its task pointer (`context.rs`, `promote`), and a thief can record itself on it.
+//!
+//! A latent job has only its task written ([`JobHeader::latent`]). [`JobHeader::offer`]
+//! writes the rest (the signal its owner waits on, the thief slot, the pool) just before the
+//! job is queued, so a join whose job never leaves its worker writes no more than the task and
+//! the closure. The offered part is only read after that.
+
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+use super::context::WorkerContext;
+use super::Inner;
+use super::worker::Until;
+use crate::latch::Signal;
+use crate::platform::Spawner;
+use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
+use crate::task::{Callback, Task};
+
+/// A job's task and, once offered, what a queued job needs. `repr(C)`, task first: the task
+/// pointer is a pointer to the header.
+#[repr(C)]
+pub(crate) struct JobHeader {
+    pub(crate) task: Task,
+    /// Written by `offer`, before the job is queued; read only after.
+    offered: UnsafeCell<MaybeUninit<Offered>>,
+}
+
+/// What only a queued job needs.
+struct Offered {
+    /// Set by the runner when the result is written (its last access).
+    signal: Signal,
+    /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
+    /// waiting owner steals related work from (`worker.rs`, leapfrogging).
+    thief: AtomicUsize,
+    /// The pool (`*const Inner<S>`) whose worker context the closure gets when stolen; null:
+    /// none (the closure gets `None`).
+    pool: *const (),
+}
+
+impl JobHeader {
+    /// A latent job whose task runs `callback`: not ready to queue until offered.
+    #[inline(always)]
+    pub(crate) fn latent(callback: Callback) -> Self {
+        Self { task: Task::new(callback), offered: UnsafeCell::new(MaybeUninit::uninit()) }
+    }
+
+    /// Makes the job behind `task` ready to queue: writes its signal, thief slot and pool.
+    ///
+    /// # Safety
+    /// `task` is the task of a live, not yet offered `JobHeader`, not queued, whose owner is
+    /// the caller's thread.
+    #[inline]
+    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: *const ()) {
+        // SAFETY: `task` is the first field of a repr(C) `JobHeader` (the caller's contract).
+        let header = unsafe { task.cast::<JobHeader>().as_ref() };
+        let offered = Offered { signal: Signal::new(), thief: AtomicUsize::new(0), pool };
+        // SAFETY: nobody else can see the job before it is queued, after this write.
+        header.offered.with_mut(|o| unsafe { (*o).write(offered) });
+    }
+
+    /// # Safety
+    /// The job was offered.
+    #[inline]
+    unsafe fn offered(&self) -> &Offered {
+        // SAFETY: initialised by `offer` (the caller's contract); only read from now on.
+        self.offered.with(|o| unsafe { (*o).assume_init_ref() })
+    }
+
+    /// The signal the owner waits on.
+    ///
+    /// # Safety
+    /// The job was offered.
+    #[inline]
+    pub(crate) unsafe fn signal(&self) -> &Signal {
+        // SAFETY: the caller's contract.
+        unsafe { &self.offered().signal }
+    }
+
+    /// What the owner waits for: the signal, and the worker running the job (if known yet).
+    ///
+    /// # Safety
+    /// The job was offered.
+    #[inline]
+    pub(crate) unsafe fn until(&self) -> Until<'_> {
+        // SAFETY: the caller's contract.
+        let offered = unsafe { self.offered() };
+        Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) }
+    }
+
+    /// The runner of a queued job starts: the worker context of its pool on this thread, if
+    /// this thread is one of that pool's workers, which is recorded as the job's thief.
+    ///
+    /// # Safety
+    /// The job was offered, with a null pool or the live pool (`Inner<S>`) whose worker
+    /// queued it (that worker waits for the job before its pool can go away).
+    #[inline]
+    pub(crate) unsafe fn begin_run<'a, S: Spawner>(&self) -> Option<&'a WorkerContext<S>> {
+        // SAFETY: the caller's contract.
+        let offered = unsafe { self.offered() };
+        // SAFETY: as above.
+        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
+        if let Some(cx) = cx {
+            offered.thief.store(cx.index() + 1, Ordering::Relaxed);
+        }
+        cx
+    }
+}

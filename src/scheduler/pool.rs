@@ -1,0 +1,538 @@
+//! [`ThreadPool`]: the handle on a pool, and what a caller does with it: submit tasks (one,
+//! a batch, LIFO), wait (for a signal, a latch, the pool to go idle) and shut it down.
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use alloc::boxed::Box;
+
+use super::context::WorkerContext;
+use super::inner::Inner;
+use super::config::Config;
+use super::sync_word::State;
+use super::worker::{self, Until};
+use crate::error::Error;
+use crate::fallible::try_box;
+use crate::platform::{Parker, Spawner};
+use crate::sync::Ordering;
+use crate::task::{Batch, Task};
+
+/// A work-stealing thread pool, generic over its platform.
+///
+/// With the `std` feature, `ThreadPool::new(config)` builds one on OS threads; on any platform,
+/// [`ThreadPool::with_spawner`] builds one on the host's [`Spawner`].
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, ThreadPool};
+/// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+///
+/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let hits = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..100 {
+///     let hits = hits.clone();
+///     pool.spawn(move || { hits.fetch_add(1, Ordering::Relaxed); }).unwrap();
+/// }
+/// pool.shutdown().unwrap(); // runs what was queued, joins the threads
+/// assert_eq!(hits.load(Ordering::Relaxed), 100);
+/// # }
+/// ```
+pub struct ThreadPool<S: Spawner> {
+    /// Also built, never dropped, by the async runtime's tasks (`scheduler::inner`, `release_pool`).
+    pub(crate) inner: NonNull<Inner<S>>,
+}
+
+// SAFETY: the handle is a pointer to state designed for sharing (atomics, and a Spawner that is
+// Send + Sync).
+unsafe impl<S: Spawner> Send for ThreadPool<S> {}
+// SAFETY: as above; every method takes &self and is thread-safe.
+unsafe impl<S: Spawner> core::marker::Sync for ThreadPool<S> {}
+
+impl<S: Spawner> fmt::Debug for ThreadPool<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner();
+        f.debug_struct("ThreadPool")
+            .field("sync", &inner.load_sync(Ordering::Relaxed))
+            .field("max_threads", &inner.max_threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Builds a pool on the given platform. No thread starts until the first submit.
+    ///
+    /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
+    /// [`MAX_THREADS`](crate::MAX_THREADS), and with [`Error::OutOfMemory`] if the allocator
+    /// fails (nothing is left allocated).
+    ///
+    /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
+    /// [`Spawner`]: see that trait's example):
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// let spawner: ThreadSpawner = ThreadSpawner::named("render"); // the default parker
+    /// let pool = ThreadPool::with_spawner(Config::default(), spawner).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
+    /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render"));
+    /// # }
+    /// ```
+    pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
+        let inner = try_box(Inner::build(config, spawner)?)?;
+        Ok(Self { inner: NonNull::from(Box::leak(inner)) })
+    }
+
+    #[inline]
+    pub(crate) fn inner(&self) -> &Inner<S> {
+        // SAFETY: `inner` is valid for the handle's whole life (freed in Drop).
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// The most threads this pool will start.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap(); // 0: one per CPU
+    /// let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// assert_eq!(pool.max_threads(), cpus);
+    /// # }
+    /// ```
+    pub fn max_threads(&self) -> usize {
+        self.inner().max_threads as usize
+    }
+
+    /// The platform this pool runs on.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, Spawner, ThreadPool};
+    /// let pool = ThreadPool::new(Config::default()).unwrap();
+    /// assert!(pool.spawner().available_parallelism() >= 1);
+    /// # }
+    /// ```
+    pub fn spawner(&self) -> &S {
+        &self.inner().spawner
+    }
+
+    /// Whether the calling thread is one of this pool's worker threads.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(pool::ThreadPool::new(pool::Config::default()).unwrap());
+    /// assert!(!pool.is_worker_thread());
+    /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
+    /// pool.spawn(move || {
+    ///     let on_worker = p.is_worker_thread();
+    ///     drop(p); // before `send`: the last handle must not drop on a worker (it could not join)
+    ///     tx.send(on_worker).unwrap();
+    /// })
+    /// .unwrap();
+    /// assert!(rx.recv().unwrap());
+    /// # }
+    /// ```
+    pub fn is_worker_thread(&self) -> bool {
+        self.current_worker().is_some()
+    }
+
+    /// This thread's worker context, if this thread is one of this pool's workers: the one
+    /// thread-local lookup of an entry point (`scheduler/context.rs`).
+    #[inline]
+    pub(crate) fn current_worker(&self) -> Option<&WorkerContext<S>> {
+        self.inner().current_context()
+    }
+
+    /// Submits one task.
+    ///
+    /// From one of this pool's threads, the task goes to that thread's own queue (no shared
+    /// write on the fast path); from any other thread, to the pool's injector.
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] after `shutdown` began (from outside the pool's threads),
+    /// [`Error::Spawn`] if the pool has no thread and cannot start one. On error the task was
+    /// not queued and is still the caller's.
+    ///
+    /// # Safety
+    /// `task` points to a valid [`Task`] with a callback, not currently queued anywhere, that
+    /// stays valid and unmoved until its callback has started (see [`Task`]).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{container_of, Config, Signal, Task, ThreadPool};
+    ///
+    /// #[repr(C)]
+    /// struct Add { a: u64, b: u64, sum: u64, task: Task, done: Signal }
+    ///
+    /// unsafe extern "C" fn add(task: *mut Task) {
+    ///     let job = container_of!(task, Add, task);
+    ///     // SAFETY: every task with this callback is the `task` field of an `Add`, and its
+    ///     // pointer was derived from the whole `Add`; the submitter reads `sum` only after
+    ///     // `done` is set, and `set` is the last access (the job may be freed after it).
+    ///     unsafe {
+    ///         (*job).sum = (*job).a + (*job).b;
+    ///         (*job).done.set();
+    ///     }
+    /// }
+    ///
+    /// let pool = ThreadPool::new(Config::default()).unwrap();
+    /// let mut job = Add { a: 40, b: 2, sum: 0, task: Task::new(add), done: Signal::new() };
+    /// let job_ptr: *mut Add = &mut job;
+    /// // SAFETY: `job` stays put until its callback set `done`, which we wait for; we touch it
+    /// // only through `job_ptr` meanwhile.
+    /// unsafe {
+    ///     pool.submit(NonNull::new_unchecked(&raw mut (*job_ptr).task)).unwrap();
+    ///     pool.wait_for(&(*job_ptr).done);
+    /// }
+    /// assert_eq!(job.sum, 42);
+    /// # }
+    /// ```
+    #[inline]
+    pub unsafe fn submit(&self, task: NonNull<Task>) -> Result<(), Error> {
+        // SAFETY: forwarded contract.
+        unsafe { self.submit_batch(Batch::from(task)) }
+    }
+
+    /// Submits a batch of tasks with one queue operation (from outside) or one notification
+    /// (from a worker).
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit); on error no task of the batch was queued.
+    ///
+    /// # Safety
+    /// Every task of the batch meets [`submit`](Self::submit)'s contract.
+    ///
+    /// Example: [`Batch::push`].
+    #[inline]
+    pub unsafe fn submit_batch(&self, mut batch: Batch) -> Result<(), Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let inner = self.inner();
+        if let Some(worker) = self.current_worker() {
+            while let Some(task) = batch.pop() {
+                inner.push_ring(worker, task);
+            }
+            inner.notify(false);
+            return Ok(());
+        }
+        if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+            self.start_first_thread()?;
+        }
+        inner.injector.push(batch, true).map_err(|_| Error::Shutdown)?;
+        inner.notify(false);
+        Ok(())
+    }
+
+    /// Submits a task to run next on this worker (its LIFO slot: cache-hot, design text 003),
+    /// when called from one of the pool's threads; from elsewhere, as [`submit`](Self::submit).
+    ///
+    /// The slot's previous task moves to the back of the worker's ring. At most
+    /// three LIFO tasks run in a row before the ring gets a turn, and an idle worker steals a
+    /// slot's task when its owner's ring is empty, so nothing is stranded behind a long task.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use core::ptr::NonNull;
+    /// use pool::{Config, Task, ThreadPool};
+    /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+    ///
+    /// static ORDER: AtomicUsize = AtomicUsize::new(0);
+    /// static mut CONTINUATION: Task = Task::new(continuation);
+    /// unsafe extern "C" fn continuation(_: *mut Task) {
+    ///     ORDER.fetch_add(1, Ordering::Relaxed);
+    /// }
+    ///
+    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let p = pool.clone();
+    /// pool.spawn(move || {
+    ///     // From a worker: runs right after this task, on this thread, before older queued work.
+    ///     // SAFETY: a static task, submitted once.
+    ///     unsafe { p.submit_lifo(NonNull::new_unchecked(&raw mut CONTINUATION)).unwrap() };
+    /// })
+    /// .unwrap();
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(ORDER.load(Ordering::Relaxed), 1);
+    /// # }
+    /// ```
+    #[inline]
+    pub unsafe fn submit_lifo(&self, task: NonNull<Task>) -> Result<(), Error> {
+        let inner = self.inner();
+        match self.current_worker() {
+            Some(worker) => {
+                inner.push_lifo(worker, task);
+                inner.notify(false);
+                Ok(())
+            }
+            // SAFETY: forwarded contract.
+            None => unsafe { self.submit(task) },
+        }
+    }
+
+    /// Waits until `signal` is set. On one of this pool's workers, runs other queued tasks
+    /// meanwhile (help-until-complete) and sleeps inside the pool's sleep protocol when there
+    /// are none, so new work still wakes it. On any other thread, parks (block-on).
+    ///
+    /// The signal may be set from any thread, once. See [`Signal`](crate::Signal).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, Signal, ThreadPool};
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
+    /// pool.spawn(move || {
+    ///     // On the pool's only worker: waiting runs the queued task that sets the signal.
+    ///     let inner = Arc::new(Signal::new());
+    ///     let setter = inner.clone();
+    ///     // SAFETY: the only `set`.
+    ///     p.spawn(move || unsafe { setter.set() }).unwrap();
+    ///     p.wait_for(&inner);
+    ///     drop(p); // before `send`: the last handle must not drop on a worker (it could not join)
+    ///     tx.send(inner.is_set()).unwrap();
+    /// })
+    /// .unwrap();
+    /// assert!(rx.recv().unwrap());
+    /// # }
+    /// ```
+    pub fn wait_for(&self, signal: &crate::Signal) {
+        self.wait_until(Until { signal, thief: None });
+    }
+
+    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half).
+    pub(crate) fn wait_until(&self, until: Until<'_>) {
+        let signal = until.signal;
+        if signal.is_set() {
+            return;
+        }
+        match self.current_worker() {
+            Some(cx) => cx.wait_until(until),
+            // Waits for SET in `parker`'s scope: after SETTING the setter may still be inside
+            // its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz target under
+            // ASan).
+            None => signal.park_until_set(&self.inner().spawner.new_parker()),
+        }
+    }
+
+    /// Waits until every task submitted to this pool before the call has finished: the pool
+    /// is idle (every started thread asleep or about to sleep with no task of its own waiting,
+    /// every queue empty). Work submitted meanwhile may or may not be waited for. It checks
+    /// with a backoff that sleeps up to 1 ms between looks (no busy spinning), so it returns
+    /// within about a millisecond of the pool going idle. A task blocked in a wait (a latch an
+    /// outside thread will release, say) keeps the pool busy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when called on one of this pool's own threads (it would wait
+    /// for itself).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let done = Arc::new(AtomicUsize::new(0));
+    /// for _ in 0..100 {
+    ///     let done = done.clone();
+    ///     pool.spawn(move || { done.fetch_add(1, Ordering::Relaxed); }).unwrap();
+    /// }
+    /// pool.wait_idle().unwrap();
+    /// assert_eq!(done.load(Ordering::Relaxed), 100);
+    /// # }
+    /// ```
+    pub fn wait_idle(&self) -> Result<(), Error> {
+        if self.current_worker().is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let inner = self.inner();
+        let parker = inner.spawner.new_parker();
+        let mut pause_us = 1;
+        while !inner.is_idle() {
+            if pause_us < 8 {
+                for _ in 0..64 {
+                    crate::sync::spin_hint();
+                }
+            } else {
+                parker.park_timeout(core::time::Duration::from_micros(pause_us));
+            }
+            pause_us = (pause_us * 2).min(1_000);
+        }
+        Ok(())
+    }
+
+    /// Waits until every unit added to `latch` is done (as [`wait_for`](Self::wait_for)).
+    /// Call once per latch, from the one thread that waits.
+    ///
+    /// Example: [`CountLatch`](crate::CountLatch).
+    pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
+        match self.current_worker() {
+            Some(cx) => cx.wait_for_latch(latch),
+            None => {
+                if let Some(signal) = latch.close() {
+                    self.wait_for(signal);
+                }
+            }
+        }
+    }
+
+    /// The pool has no thread: start one before accepting work, so a pool that can never run
+    /// anything says so instead of queueing silently.
+    #[cold]
+    pub(crate) fn start_first_thread(&self) -> Result<(), Error> {
+        let inner = self.inner();
+        if inner.injector.is_closed() {
+            return Err(Error::Shutdown);
+        }
+        inner.notify(false);
+        let s = inner.load_sync(Ordering::Acquire);
+        if s.state() == State::Shutdown {
+            return Err(Error::Shutdown);
+        }
+        if s.spawned() == 0 {
+            return Err(Error::Spawn);
+        }
+        Ok(())
+    }
+
+    /// Stops accepting external work, runs everything already queued, and joins every thread.
+    /// In this order: submits from outside the pool's threads fail from here on (every one that
+    /// returned `Ok` before is queued); every worker is woken and runs what is queued (tasks
+    /// may still submit to their own worker's queue), then exits; the threads are joined;
+    /// anything still queued (possible only if no thread could ever start) runs on the calling
+    /// thread. No accepted task is dropped. `Drop` does the same.
+    ///
+    /// Must not be called from one of the pool's own threads (it would wait for itself):
+    /// that returns [`Error::InvalidArgument`].
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] if the pool was already shut down (or is being shut down by
+    /// another thread); [`Error::InvalidArgument`] from inside the pool.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let ran = Arc::new(AtomicUsize::new(0));
+    /// for _ in 0..1000 {
+    ///     let ran = ran.clone();
+    ///     pool.spawn(move || { ran.fetch_add(1, Ordering::Relaxed); }).unwrap();
+    /// }
+    /// pool.shutdown().unwrap(); // everything queued ran
+    /// assert_eq!(ran.load(Ordering::Relaxed), 1000);
+    /// assert_eq!(pool.shutdown(), Err(pool::Error::Shutdown));
+    /// # }
+    /// ```
+    pub fn shutdown(&self) -> Result<(), Error> {
+        if self.current_worker().is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let inner = self.inner();
+        let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
+        inner.injector.close();
+        inner.begin_shutdown();
+        // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
+        // tasks queued) and tasks waiting for I/O are woken (cancelled): shutdown never waits
+        // for a deadline or for I/O.
+        inner.release_waits();
+        inner.wait_for_threads();
+        inner.spawner.join_all();
+        // Left-overs: tasks no thread could ever run, and external submits that were accepted
+        // (their CAS on the injector's tail came before `close`) but were still linking while
+        // the workers drained and left (the consumer reports such a queue empty). Wait those
+        // out, then run what is left here (loom: `sync_external_submit_racing_shutdown`).
+        // Such a task runs on this thread, so its own submits are refused (Error::Shutdown):
+        // it was accepted concurrently with shutdown. (Waiting for the link on the workers
+        // instead would need a spin on plain loads, which loom shows may never end under the
+        // memory model; here `join_all` has synchronised with every worker first.)
+        let mut spins = 0;
+        loop {
+            if let Some(mut consumer) = inner.injector.try_lock() {
+                if let Some(task) = consumer.pop() {
+                    drop(consumer);
+                    inner.outside.polled.bump_shared();
+                    // SAFETY: dequeued, so this is its one run.
+                    unsafe { Task::run(task) };
+                    continue;
+                }
+            }
+            if inner.injector.is_settled_empty() {
+                break;
+            }
+            worker::backoff(&inner.join_parker, &mut spins);
+        }
+        // The last access to `inner`: a dropper waiting in `Drop` may free it from here.
+        finishing.finish();
+        Ok(())
+    }
+
+    /// Gives up the handle without shutting down, for the C layer (`struct pool *`).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn into_raw(self) -> *mut () {
+        let ptr = self.inner.as_ptr().cast::<()>();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// Rebuilds a handle from [`into_raw`](Self::into_raw).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` of a pool with this `S`, and no other handle to it exists.
+    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
+    }
+
+    /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
+    pub(crate) unsafe fn borrow_raw(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
+        // SAFETY: the caller's contract.
+        core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
+    }
+}
+
+impl<S: Spawner> Drop for ThreadPool<S> {
+    /// Shuts the pool down (if not done yet), joins its threads and frees it.
+    ///
+    /// Dropping the last handle from inside one of the pool's own tasks cannot join (the
+    /// thread would wait for itself): the pool then stops accepting work, lets its threads drain
+    /// and exit, and leaks its own state (a few KiB) instead of freeing memory they still use.
+    ///
+    /// If a shutdown is in progress on another thread (the C layer's `pool_shutdown` racing
+    /// `pool_destroy`), this waits for it to finish before freeing. If a shutdown unwound (a
+    /// panicking [`Spawner::join_all`]), its threads may still run: the state is leaked.
+    fn drop(&mut self) {
+        if self.is_worker_thread() {
+            let inner = self.inner();
+            if inner.gate.detach() {
+                inner.injector.close();
+                inner.begin_shutdown();
+                inner.release_waits();
+                inner.spawner.detach_all();
+            }
+            return;
+        }
+        let _ = self.shutdown();
+        if !self.inner().gate.wait_finished(|| self.inner().spawner.new_parker()) {
+            return;
+        }
+        // Live async tasks hold references on `Inner` too (`scheduler::inner`, `release_pool`): the last one out
+        // frees it, so a late waker finds a closed pool instead of freed memory.
+        if self.inner().release() {
+            // SAFETY: every thread is joined (shutdown is complete, or it was done by an earlier
+            // call that returned), and no task references `inner` any more; it came from
+            // Box::leak.
+            drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        }
+    }
+}
