@@ -30,8 +30,6 @@
 
 use core::time::Duration;
 
-#[cfg(doc)]
-use crate::ThreadPool;
 
 /// An I/O driver (see the module docs for when the pool calls each method). All three may be
 /// called from any of the pool's threads; `poll` and `park` never concurrently (the pool holds
@@ -75,7 +73,7 @@ pub trait Driver: Send + Sync + 'static {
     /// I/O (the pool cancels them: their futures are dropped, their `JoinHandle`s report
     /// cancelled), and make later waits fail at once instead of waiting for a poll that will
     /// not come. Called once: from the thread that shuts the pool down (or drops it), while
-    /// workers may still call the other methods, or from [`ThreadPool::set_driver`]'s when the
+    /// workers may still call the other methods, or from [`ThreadPool::set_driver`](crate::ThreadPool::set_driver)'s when the
     /// driver is installed after the shutdown began. The default does nothing: a driver whose
     /// waiters are not the pool's tasks (a C host's) handles shutdown itself.
     fn shutdown(&self) {}
