@@ -14,7 +14,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// (the intrusive [`submit`](Self::submit) allocates nothing).
     ///
     /// With `std`, a panic in the closure is caught and counted, and the pool keeps running
-    /// (see [`Stats`]); without `std` a panic aborts (the callback is `extern "C"`).
+    /// (see [`Stats`](crate::Stats)); without `std` a panic aborts (the callback is `extern "C"`).
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
