@@ -85,7 +85,7 @@ pub mod loom_support;
 /// Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).
 #[cfg(loom)]
 #[doc(hidden)]
-pub use join::loom_api as loom_join;
+pub use join::loom as loom_join;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(all(doctest, feature = "std"))]

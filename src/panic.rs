@@ -1,10 +1,20 @@
-//! What happens when a Rust closure task panics.
+//! Panics in the crate's own closures and futures: the one place that catches, counts and
+//! re-raises them (the C boundary's guard, which turns a panic into a status code, is
+//! `capi`'s).
 //!
-//! * `std`: the panic is caught at the task boundary, counted ([`panic_count`]), and the worker
-//!   goes on with the next task. The panic message is printed by the panic hook as usual.
+//! * `std`: a panic is caught where a task's code ends ([`catch`]): a closure task's panic is
+//!   counted ([`panic_count`]) and the worker goes on with the next task; a fork-join half's or
+//!   a future's travels to whoever waits for it, which re-raises it ([`resume`]) or reports it
+//!   (an async `JoinHandle`'s error). The panic message is printed by the panic hook as usual.
 //! * no `std` (or `panic = "abort"`): there is nothing to catch with; task callbacks are
 //!   `extern "C"`, so an unwinding panic aborts the process rather than crossing into foreign
-//!   frames. Host C callbacks never unwind.
+//!   frames ([`AbortOnUnwind`] where queued work borrows the unwinding frame). Host C callbacks
+//!   never unwind.
+
+use alloc::boxed::Box;
+
+/// A caught panic's payload.
+pub(crate) type Panic = Box<dyn core::any::Any + Send + 'static>;
 
 #[cfg(feature = "std")]
 static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -28,15 +38,46 @@ pub fn panic_count() -> usize {
     0
 }
 
-/// Runs `f`, catching and counting a panic where `std` allows it.
+/// Runs `f`, catching a panic where `std` can (without `std` it is never `Err`: a panic
+/// aborts at the task's `extern "C"` callback).
+#[inline(always)]
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
+    #[cfg(feature = "std")]
+    return std::panic::catch_unwind(core::panic::AssertUnwindSafe(f));
+    #[cfg(not(feature = "std"))]
+    Ok(f())
+}
+
+/// Runs a closure task's `f`, catching and counting a panic where `std` allows it.
 #[inline]
 pub(crate) fn run_catching<F: FnOnce()>(f: F) {
-    #[cfg(feature = "std")]
-    {
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-            PANICS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+    if catch(f).is_err() {
+        #[cfg(feature = "std")]
+        PANICS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// Re-raises a caught panic in the thread that waited for its task.
+#[cold]
+pub(crate) fn resume(p: Panic) -> ! {
+    #[cfg(feature = "std")]
+    std::panic::resume_unwind(p);
     #[cfg(not(feature = "std"))]
-    f()
+    {
+        drop(p);
+        unreachable!("without std no panic is caught")
+    }
+}
+
+/// Aborts if a panic unwinds through it (no `std`: nothing can catch, and queued work borrows
+/// the frame). Dropped only by unwinding: the normal path forgets it.
+#[cfg(not(feature = "std"))]
+pub(crate) struct AbortOnUnwind;
+
+#[cfg(not(feature = "std"))]
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        // A panic while panicking aborts.
+        panic!("pool: a panic unwound out of join/scope while work borrowing its frame was queued");
+    }
 }

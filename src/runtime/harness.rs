@@ -16,9 +16,10 @@ use core::task::{Context, Poll, Waker};
 use alloc::boxed::Box;
 
 use super::error::JoinError;
-use super::header::{catch, cell, set_stage, Cell, Header, Schedule, Stage, Vtable};
+use super::header::{cell, set_stage, Cell, Header, Schedule, Stage, Vtable};
 use super::state::{Snapshot, State, TransitionToComplete, TransitionToIdle, TransitionToRunning};
 use super::waker::raw_waker;
+use crate::panic::catch;
 use crate::latch::Signal;
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;

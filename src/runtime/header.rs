@@ -18,12 +18,10 @@
 //! Nothing here knows the harness (`harness.rs`), the waker (`waker.rs`) or the `JoinHandle`:
 //! they all depend on this file.
 
-use core::any::Any;
 use core::future::Future;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use alloc::boxed::Box;
 
 use super::error::JoinError;
 use super::state::State;
@@ -135,20 +133,6 @@ pub(super) struct Cell<F: Future, Sch> {
     pub(super) _sched: PhantomData<fn() -> Sch>,
 }
 
-/// Runs `f`, catching a panic where `std` can (without `std` a panic aborts: we are below an
-/// `extern "C"` callback).
-#[inline]
-pub(super) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<dyn Any + Send + 'static>> {
-    #[cfg(feature = "std")]
-    {
-        std::panic::catch_unwind(core::panic::AssertUnwindSafe(f))
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        Ok(f())
-    }
-}
-
 /// The cell of a header.
 ///
 /// # Safety
@@ -175,7 +159,7 @@ pub(super) unsafe fn set_stage<F: Future, Sch>(header: NonNull<Header>, stage: S
         // SAFETY: exclusive access (the caller's contract); the stage is initialised. A panic
         // in the drop still drops the remaining fields while unwinding, so the slot holds no
         // live value afterwards either way, and the write below does not leak or double-drop.
-        let _ = catch(|| unsafe { core::ptr::drop_in_place(s) });
+        let _ = crate::panic::catch(|| unsafe { core::ptr::drop_in_place(s) });
         // SAFETY: as above; the slot's old value was dropped just now.
         unsafe { core::ptr::write(s, stage) };
     });
