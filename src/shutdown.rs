@@ -20,7 +20,7 @@
 //! begin after the last handle's drop began are the caller's error (a use after free), as for
 //! any object: the gate does not count its users.
 
-use crate::latch::{parker_waker, Signal};
+use crate::latch::Signal;
 use crate::platform::Parker;
 use crate::sync::{AtomicU32, Ordering};
 
@@ -97,22 +97,6 @@ impl Drop for Finishing<'_> {
         // SAFETY: only the claimer holds a `Finishing`, and it is dropped once: the one `set`.
         // This is the claimer's last access to the gate and the pool.
         unsafe { self.gate.finished.set() };
-    }
-}
-
-impl Signal {
-    /// Parks on `parker` (the calling thread's own) until the signal is set. The one waiter.
-    pub(crate) fn park_until_set<P: Parker>(&self, parker: &P) {
-        // SAFETY: we are the only waiter; `parker` lives until the signal is set (the spin
-        // below comes before it can be dropped).
-        if unsafe { self.register(&parker_waker(parker)) } {
-            while !self.is_setting() {
-                parker.park();
-            }
-        }
-        // After SETTING the setter may still be inside its `unpark`, and SET is its last
-        // access (tests/waiter_parker.rs).
-        self.spin_until_set();
     }
 }
 
