@@ -120,7 +120,7 @@ pub(crate) struct HostFns {
     /// Threads for which `spawn` succeeded and that have not yet left the pool's code.
     running: AtomicUsize,
     /// The pool's clock (`Spawner::now_ns`): the C layer has `std`, whatever the host's threads.
-    clock: crate::os::MonotonicClock,
+    clock: crate::os::clock::MonotonicClock,
 }
 
 // SAFETY: `context` and the callbacks are the host's; pool.h requires them to be callable
@@ -146,7 +146,7 @@ impl HostFns {
             park_timeout: p.park_timeout?,
             unpark: p.unpark?,
             running: AtomicUsize::new(0),
-            clock: crate::os::MonotonicClock::new(),
+            clock: crate::os::clock::MonotonicClock::new(),
         })
     }
 }

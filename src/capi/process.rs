@@ -43,7 +43,7 @@ use crate::os::fork;
 /// in a child. `Err(OutOfMemory)` if the registry cannot grow: the caller frees the pool and
 /// reports it.
 pub(crate) fn register(pool: *const (), kind: Kind) -> Result<(), Error> {
-    let close: unsafe fn(*const ()) = match kind {
+    let close: unsafe fn(*const ()) -> bool = match kind {
         Kind::Task => close_task,
         Kind::Blocking => close_blocking,
     };
@@ -65,16 +65,18 @@ pub(crate) enum Kind {
 ///
 /// # Safety
 /// `pool` is a registered, live C task pool.
-unsafe fn close_task(pool: *const ()) {
+unsafe fn close_task(pool: *const ()) -> bool {
     // SAFETY: the caller's contract.
     unsafe { super::CPool::borrow_raw(pool.cast_mut()) }.close_inherited();
+    true
 }
 
 /// Closes a `struct pool_blocking *` in a child.
 ///
 /// # Safety
 /// `pool` is a registered, live C blocking pool.
-unsafe fn close_blocking(pool: *const ()) {
+unsafe fn close_blocking(pool: *const ()) -> bool {
     // SAFETY: the caller's contract.
     unsafe { super::blocking::CBlocking::borrow_raw(pool.cast_mut()) }.close_inherited();
+    true
 }

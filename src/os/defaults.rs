@@ -1,46 +1,12 @@
-//! The `std` defaults: the parker chosen for this OS ([`DefaultParker`]), the monotonic clock,
-//! and the constructors and waits that use them: [`ThreadPool::new`], [`BlockingPool::new`]
-//! and [`BlockingHandle::join`] (a thread's park on the default parker).
+//! The `std` defaults: the constructors and waits on the default platform,
+//! [`ThreadPool::new`], [`BlockingPool::new`] and [`BlockingHandle::join`] (a thread's park on
+//! the [`DefaultParker`]).
 
 use crate::blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingPool};
 use crate::error::Error;
 use crate::scheduler::{Config, ThreadPool};
-#[cfg(not(target_os = "linux"))]
-use super::CondvarParker;
-#[cfg(target_os = "linux")]
-use super::FutexParker;
-use super::ThreadSpawner;
-
-/// The parker `ThreadSpawner` uses unless told otherwise.
-///
-/// ```
-/// use pool::{DefaultParker, Parker};
-/// let parker = DefaultParker::default();
-/// parker.unpark();
-/// parker.park(); // the token was there: returns at once
-/// ```
-#[cfg(target_os = "linux")]
-pub type DefaultParker = FutexParker;
-/// The parker `ThreadSpawner` uses unless told otherwise.
-#[cfg(not(target_os = "linux"))]
-pub type DefaultParker = CondvarParker;
-
-/// A monotonic clock for [`Spawner::now_ns`](crate::Spawner::now_ns): nanoseconds since the
-/// clock was made (`Instant`: `clock_gettime(CLOCK_MONOTONIC)` through the vDSO on Linux).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct MonotonicClock(std::time::Instant);
-
-impl MonotonicClock {
-    pub(crate) fn new() -> Self {
-        Self(std::time::Instant::now())
-    }
-
-    /// Nanoseconds since `new` (saturating after 584 years).
-    #[inline]
-    pub(crate) fn now_ns(&self) -> u64 {
-        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-}
+use super::parker::DefaultParker;
+use super::thread::ThreadSpawner;
 
 impl ThreadPool<ThreadSpawner> {
     /// A pool on OS threads with the [`DefaultParker`]. No thread starts until work arrives.

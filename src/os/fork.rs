@@ -1,7 +1,8 @@
 //! `fork()` in a process that uses the pool (README, "Process and threading rules"; the rules
 //! for one pool are in `scheduler/fork.rs`).
 //!
-//! One `pthread_atfork` registration, made when the first global pool or C pool is built:
+//! One `pthread_atfork` registration, made when the first pool registers itself below (the
+//! global pools when first built, each C pool when created):
 //! * in the child, the global pools (the task pool behind [`global()`](crate::global) and
 //!   `pool_submit`, the blocking pool behind [`global_blocking`](crate::global_blocking)) are
 //!   reset in place, keeping their configuration: references to them taken before the fork
@@ -54,7 +55,6 @@ extern "C" fn parent() {
 
 /// After the fork, in the child (its only thread).
 extern "C" fn child() {
-    super::global::reset_after_fork();
     #[cfg(not(loom))]
     {
         mark_inherited();
@@ -69,14 +69,15 @@ extern "C" fn child() {
 #[cfg(not(loom))]
 struct Entry {
     pool: *const (),
-    /// Closes the pool in a child: its submits are refused from then on.
-    close: unsafe fn(*const ()),
-    /// Created in a parent process before a fork (this process is the child).
+    /// What the pool becomes in a child: closed (its submits refused from then on; returns
+    /// true: inherited) or reset in place (a global pool; returns false).
+    on_child: unsafe fn(*const ()) -> bool,
+    /// Created in a parent process before a fork and closed there (this process is the child).
     inherited: bool,
 }
 
-/// Every registered pool (the C layer's), so that the child's fork handler can find and close
-/// them.
+/// Every registered pool (each C pool, and one entry for the global pools), so that the
+/// child's fork handler can find them and close or reset each.
 /// Touched at create, destroy, shutdown and on a refused submit only: never on a submit that
 /// succeeds. A spin lock, not a mutex: the fork handlers hold it across `fork`, acquiring it
 /// in `prepare` and releasing it in `parent` and `child` (a std mutex cannot be released
@@ -118,16 +119,15 @@ fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
     r
 }
 
-/// Records a new pool and the function that closes it in a child (and installs the fork
-/// handlers, once). `Err(OutOfMemory)` if the registry cannot grow: the caller frees the pool
-/// and reports it.
+/// Records a new pool and what it becomes in a child (`on_child`, called by the child's
+/// handler with `pool`), and installs the fork handlers (once). `Err(OutOfMemory)` if the
+/// registry cannot grow: the caller frees the pool and reports it.
 #[cfg(not(loom))]
-#[cfg_attr(not(feature = "capi"), allow(dead_code))]
-pub(crate) fn register(pool: *const (), close: unsafe fn(*const ())) -> Result<(), Error> {
+pub(crate) fn register(pool: *const (), on_child: unsafe fn(*const ()) -> bool) -> Result<(), Error> {
     install();
     with_registry(|entries| {
         entries.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
-        entries.push(Entry { pool, close, inherited: false });
+        entries.push(Entry { pool, on_child, inherited: false });
         Ok(())
     })
 }
@@ -151,18 +151,23 @@ pub(crate) fn is_inherited(pool: *const ()) -> bool {
 }
 
 /// In the child after a fork, with the registry lock held since `prepare`: every pool is
-/// marked inherited and closed, so that its submits are refused and nothing of the parent's
-/// queue runs.
+/// closed and marked inherited (its submits are refused and nothing of the parent's queue
+/// runs), or reset in place (the global pools).
 #[cfg(not(loom))]
 fn mark_inherited() {
     REGISTRY.entries.with_mut(|entries| {
         // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
         let entries = unsafe { &mut *entries };
         for e in entries.iter_mut() {
-            e.inherited = true;
             // SAFETY: registered pools are live until `unregister`, which cannot be in
-            // progress (the lock is held); `close` is the one registered with it.
-            unsafe { (e.close)(e.pool) };
+            // progress (the lock is held); `on_child` is the one registered with it.
+            e.inherited = unsafe { (e.on_child)(e.pool) };
         }
     });
+}
+
+/// Under loom nothing forks and no registry exists.
+#[cfg(loom)]
+pub(crate) fn register(_pool: *const (), _on_child: unsafe fn(*const ()) -> bool) -> Result<(), crate::error::Error> {
+    Ok(())
 }

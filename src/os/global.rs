@@ -14,7 +14,7 @@ use crate::blocking::{BlockingConfig, BlockingHandle, BlockingPool};
 use crate::error::Error;
 use crate::join::Scope;
 use crate::scheduler::{Config, ThreadPool};
-use super::ThreadSpawner;
+use super::thread::ThreadSpawner;
 
 static GLOBAL: OnceLock<ThreadPool<ThreadSpawner>> = OnceLock::new();
 static GLOBAL_BLOCKING: OnceLock<BlockingPool<ThreadSpawner>> = OnceLock::new();
@@ -44,7 +44,7 @@ pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> 
         return Ok(pool);
     }
     #[cfg(unix)]
-    super::fork::install();
+    register_for_fork();
     let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?)?;
     // Racing another first use: one pool is kept, the other dropped (it never started a thread).
     let _ = GLOBAL.set(pool);
@@ -70,7 +70,7 @@ pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawne
         return Ok(pool);
     }
     #[cfg(unix)]
-    super::fork::install();
+    register_for_fork();
     let pool = BlockingPool::new(BlockingConfig::default())?;
     // Racing another first use or `configure_global_blocking`: one pool is kept, the other
     // dropped (it never started a thread).
@@ -102,7 +102,7 @@ pub fn configure_global_blocking(config: BlockingConfig) -> Result<(), Error> {
         return Err(Error::AlreadyStarted);
     }
     #[cfg(unix)]
-    super::fork::install();
+    register_for_fork();
     let pool = BlockingPool::new(config)?;
     // Racing a first use (or another call): one of them builds the pool, the other's is
     // dropped (it never started a thread).
@@ -172,13 +172,28 @@ where
     crate::global().scope(op)
 }
 
+/// Registers the global pools with the fork registry (`fork.rs`), once: its child handler
+/// resets them. If the registry cannot grow, the process goes on without that rule (nothing
+/// breaks until a fork), as when `pthread_atfork` itself fails.
+#[cfg(unix)]
+fn register_for_fork() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        let _ = super::fork::register(core::ptr::null(), reset_after_fork);
+    });
+}
+
 /// In the child after a fork (`fork.rs`): each global pool that was built gets a fresh state
 /// in place, with the configuration it had (`configure_global_blocking`'s included) and a new
 /// spawner (the parent's threads are gone), so `&'static` handles taken before the fork keep
 /// working. A pool for which even that cannot be allocated is closed instead: its submits fail
 /// rather than wait.
+///
+/// # Safety
+/// In the child's fork handler (its only thread, outside any pool call). Returns false: the
+/// pools are not inherited, they start afresh.
 #[cfg(unix)]
-pub(crate) fn reset_after_fork() {
+unsafe fn reset_after_fork(_: *const ()) -> bool {
     if let Some(pool) = GLOBAL.get() {
         let reset = ThreadSpawner::try_named("pool-global")
             // SAFETY: the fork handler runs on the child's only thread, outside any pool call.
@@ -195,4 +210,5 @@ pub(crate) fn reset_after_fork() {
             pool.close_inherited();
         }
     }
+    false
 }

@@ -6,6 +6,7 @@
 //! * [`DefaultParker`]: the futex parker on Linux, the condvar parker elsewhere; chosen here,
 //!   in one place.
 
+pub(crate) mod clock;
 mod condvar;
 mod defaults;
 #[cfg(target_os = "linux")]
@@ -13,11 +14,11 @@ mod futex;
 #[cfg(unix)]
 pub(crate) mod fork;
 pub(crate) mod global;
+mod parker;
 mod thread;
 
 pub use condvar::CondvarParker;
-pub use defaults::DefaultParker;
-pub(crate) use defaults::MonotonicClock;
+pub use parker::DefaultParker;
 #[cfg(target_os = "linux")]
 pub use futex::FutexParker;
 pub use global::{configure_global_blocking, global, global_blocking, join, scope, spawn_blocking};

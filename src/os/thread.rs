@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::vec::Vec;
 use std::thread::JoinHandle;
 
-use super::DefaultParker;
+use super::clock::MonotonicClock;
+use super::parker::DefaultParker;
 use crate::fallible::TryArc;
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::Error;
@@ -43,7 +44,7 @@ pub struct ThreadSpawner<P = DefaultParker> {
     numbered: bool,
     on_start: Option<Hook>,
     on_stop: Option<Hook>,
-    clock: super::MonotonicClock,
+    clock: MonotonicClock,
     _parker: PhantomData<fn() -> P>,
 }
 
@@ -128,7 +129,7 @@ impl<P> ThreadSpawner<P> {
             numbered: false,
             on_start: None,
             on_stop: None,
-            clock: super::MonotonicClock::new(),
+            clock: MonotonicClock::new(),
             _parker: PhantomData,
         })
     }

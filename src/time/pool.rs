@@ -3,7 +3,8 @@
 
 use core::time::Duration;
 
-use super::{Instant, Sleep};
+use super::instant::Instant;
+use super::sleep::Sleep;
 use crate::platform::Spawner;
 use crate::scheduler::ThreadPool;
 

@@ -11,7 +11,7 @@ use core::time::Duration;
 use alloc::boxed::Box;
 
 use crate::timer::wheel::{tick_for_deadline, Action, Entry, Registered};
-use super::Instant;
+use super::instant::Instant;
 use crate::timer::TimerHandle;
 
 const NO_CLOCK: &str = "pool timers need a clock: this pool's Spawner::now_ns returns None";
