@@ -39,26 +39,9 @@
 #define POOL_MAX_THREADS ((1 << 14) - 1)
 
 /**
- * Words of reserved space at the end of every struct the caller allocates and the library
- * reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
- * `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
- * structs keep their size and layout and a program built against an older pool.h keeps
- * working with a newer library (README, "ABI policy"). In structs the library reads, they
- * must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
- * that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
- * library fills, it writes 0 there.
+ * The default `max_threads` of a blocking pool (what 0 means).
  */
-#define POOL_RESERVED_WORDS 8
-
-/**
- * `pool_config.idle_spins` as `pool_config_init` sets it.
- */
-#define POOL_DEFAULT_IDLE_SPINS 256
-
-/**
- * The largest `pool_config.idle_spins` that `pool_create` accepts.
- */
-#define POOL_MAX_IDLE_SPINS 1048576
+#define POOL_BLOCKING_DEFAULT_MAX_THREADS 512
 
 /**
  * Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
@@ -67,26 +50,14 @@
 #define POOL_BLOCKING_MANDATORY 1
 
 /**
- * The default `max_threads` of a blocking pool (what 0 means).
- */
-#define POOL_BLOCKING_DEFAULT_MAX_THREADS 512
-
-/**
  * The largest `max_threads` of a blocking pool.
  */
 #define POOL_BLOCKING_MAX_THREADS 65536
 
 /**
- * Words of private storage in a `struct pool_job`: room for the pool's part of a job (8 on
- * 64-bit targets) and for growth without changing the C ABI.
+ * `pool_config.idle_spins` as `pool_config_init` sets it.
  */
-#define POOL_JOB_WORDS 12
-
-/**
- * For pool.h's inline `pool_job_fork` / `pool_job_join` only: the word of `pool_job.opaque`
- * that holds how the job was forked.
- */
-#define POOL_JOB_MODE_WORD 0
+#define POOL_DEFAULT_IDLE_SPINS 256
 
 /**
  * For pool.h's inline functions only: the mode of a job not forked (or joined since).
@@ -100,10 +71,16 @@
 #define POOL_JOB_MODE_INLINE 2
 
 /**
- * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
- * that points to the worker's record flag (a byte: nonzero while a fork must be recorded).
+ * For pool.h's inline `pool_job_fork` / `pool_job_join` only: the word of `pool_job.opaque`
+ * that holds how the job was forked.
  */
-#define POOL_WORKER_RECORD_WORD 1
+#define POOL_JOB_MODE_WORD 0
+
+/**
+ * Words of private storage in a `struct pool_job`: room for the pool's part of a job (8 on
+ * 64-bit targets) and for growth without changing the C ABI.
+ */
+#define POOL_JOB_WORDS 12
 
 /**
  * Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and
@@ -112,9 +89,32 @@
 #define POOL_LATCH_WORDS 8
 
 /**
+ * The largest `pool_config.idle_spins` that `pool_create` accepts.
+ */
+#define POOL_MAX_IDLE_SPINS 1048576
+
+/**
  * `pool_driver.park`'s `timeout_ns` when there is no deadline.
  */
 #define POOL_NO_TIMEOUT UINT64_MAX
+
+/**
+ * Words of reserved space at the end of every struct the caller allocates and the library
+ * reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
+ * `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+ * structs keep their size and layout and a program built against an older pool.h keeps
+ * working with a newer library (README, "ABI policy"). In structs the library reads, they
+ * must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
+ * that this library does not know, and the call returns POOL_ERR_INVALID. In structs the
+ * library fills, it writes 0 there.
+ */
+#define POOL_RESERVED_WORDS 8
+
+/**
+ * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
+ * that points to the worker's record flag (a byte: nonzero while a fork must be recorded).
+ */
+#define POOL_WORKER_RECORD_WORD 1
 
 /**
  * Status codes returned by every `int` function of the C API.
@@ -191,85 +191,6 @@ struct pool_worker;
 struct pool_blocking;
 
 /**
- * Configuration for `pool_create`. Initialise with `pool_config_init`, then change fields.
- */
-struct pool_config {
-  /**
-   * Most worker threads; 0 = the number of CPUs available. At most 16383.
-   */
-  size_t max_threads;
-  /**
-   * Stack size of each worker thread in bytes; 0 = the system default: what
-   * `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
-   * host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
-   */
-  size_t stack_size;
-  /**
-   * Rounds an idle worker watches for new work from outside the pool before it sleeps
-   * (a short spin that saves both sides a system call when work comes soon after).
-   * `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
-   * POOL_MAX_IDLE_SPINS.
-   */
-  uint32_t idle_spins;
-  /**
-   * Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
-   * keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is
-   * copied by `pool_create`. `pool_create_with_platform` requires NULL (the host names its
-   * own threads).
-   */
-  const char *thread_name_prefix;
-  /**
-   * Called as `on_thread_start(hook_context)` on each worker thread when it starts, before
-   * it runs any task: set up thread-locals, CPU affinity, a profiler. NULL: none.
-   * `pool_create_with_platform` requires NULL.
-   */
-  void (*on_thread_start)(void *context);
-  /**
-   * Called as `on_thread_stop(hook_context)` on each worker thread after its last task,
-   * just before it exits (by `pool_shutdown` / `pool_destroy` at the latest). NULL: none.
-   * `pool_create_with_platform` requires NULL.
-   */
-  void (*on_thread_stop)(void *context);
-  /**
-   * Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
-   * threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
-   * `pool_destroy` returns (both wait for every worker thread to exit).
-   */
-  void *hook_context;
-  /**
-   * Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
-   */
-  size_t reserved[POOL_RESERVED_WORDS];
-};
-
-/**
- * A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
- *
- * The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
- * exactly once with the submitted pointer, on a pool thread; recover your struct with
- * `POOL_CONTAINER_OF(task, struct your_struct, member)`.
- *
- * Every callback (a task's, a blocking task's `cancel`) must return normally:
- * * `longjmp` (or `siglongjmp`) out of a callback is undefined behaviour: it cannot be
- *   detected, and it leaves the pool's thread in the middle of its own code;
- * * a C++ exception escaping a callback, or `pthread_exit` called inside one, ends the
- *   process (abort) with the message "pool: a task callback was left by unwinding ...
- *   callbacks must return normally": catch exceptions inside the callback if you need to
- *   survive them; end a pool thread only by returning.
- */
-struct task {
-  /**
-   * Link used by the pool while the task is queued; need not be initialised.
-   */
-  struct task *next;
-  /**
-   * Called once when the task runs. Must not be NULL. Must return normally (no `longjmp`,
-   * C++ exception or `pthread_exit` out of it: see above).
-   */
-  void (*callback)(struct task *task);
-};
-
-/**
  * Configuration for `pool_blocking_create`. Initialise with `pool_blocking_config_init`.
  */
 struct pool_blocking_config {
@@ -291,33 +212,6 @@ struct pool_blocking_config {
    * Reserved for fields of later minor versions: 0 (as `pool_blocking_config_init` leaves it).
    */
   size_t reserved[POOL_RESERVED_WORDS];
-};
-
-/**
- * A blocking task: embed it in your own struct (anywhere; recover your struct with
- * `POOL_CONTAINER_OF(task, struct your_struct, member.task)`), fill it with
- * `pool_blocking_task_init` or by hand, and submit a pointer to it.
- *
- * Exactly one of the two callbacks is called, exactly once, with a pointer to `task`:
- * `task.callback` when it runs, or `cancel` when the pool shuts down before it started and it
- * is neither mandatory nor without a `cancel` callback. The struct must stay valid and
- * unmodified from submit until that call starts; from then on the pool does not touch it
- * (the callback may free it).
- */
-struct pool_blocking_task {
-  /**
-   * The task: `callback` runs the work (must not be NULL); `next` belongs to the pool.
-   */
-  struct task task;
-  /**
-   * Called instead of `task.callback` when shutdown hands the task back; NULL: the task
-   * cannot be cancelled and runs even at shutdown.
-   */
-  void (*cancel)(struct task *task);
-  /**
-   * 0 or `POOL_BLOCKING_MANDATORY`. Other bits are reserved and must be 0.
-   */
-  unsigned int flags;
 };
 
 /**
@@ -367,38 +261,109 @@ struct pool_blocking_metrics {
 };
 
 /**
- * A fork-join job: embed it in your own struct, set `run`, and fork it with
- * `pool_worker_fork` (or start a computation with `pool_install`). `run` is called exactly
- * once per fork, with the job and the worker it runs on (pass the worker down to fork more);
- * recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
+ * A unit of work: embed it in your own struct, set `callback`, submit a pointer to it.
  *
- * `opaque` needs no initial value: the fork writes it, and the pool uses it (from the forking
- * thread and a thief at once) until the join returns: `run` reads and writes only the other
- * fields of your struct. The job must stay in place, and must not be forked again, until
- * `pool_worker_join` for it returned POOL_OK.
+ * The pool owns `next` while the task is queued. `callback` must not be NULL; it is called
+ * exactly once with the submitted pointer, on a pool thread; recover your struct with
+ * `POOL_CONTAINER_OF(task, struct your_struct, member)`.
+ *
+ * Every callback (a task's, a blocking task's `cancel`) must return normally:
+ * * `longjmp` (or `siglongjmp`) out of a callback is undefined behaviour: it cannot be
+ *   detected, and it leaves the pool's thread in the middle of its own code;
+ * * a C++ exception escaping a callback, or `pthread_exit` called inside one, ends the
+ *   process (abort) with the message "pool: a task callback was left by unwinding ...
+ *   callbacks must return normally": catch exceptions inside the callback if you need to
+ *   survive them; end a pool thread only by returning.
  */
-struct pool_job {
+struct task {
   /**
-   * Called once per fork, on a pool worker; must not be NULL. Must return normally (the
-   * rules of `struct task`'s callback).
+   * Link used by the pool while the task is queued; need not be initialised.
    */
-  void (*run)(struct pool_job *job, struct pool_worker *worker);
+  struct task *next;
   /**
-   * Private storage.
+   * Called once when the task runs. Must not be NULL. Must return normally (no `longjmp`,
+   * C++ exception or `pthread_exit` out of it: see above).
    */
-  uint64_t opaque[POOL_JOB_WORDS];
+  void (*callback)(struct task *task);
 };
 
 /**
- * A counting latch (wait group). Treat as opaque; initialise with `pool_latch_init`.
- * Caller-owned: on the stack, in your own struct, or on the heap; it must not move between
- * `pool_latch_init` and the return of `pool_latch_wait`.
+ * A blocking task: embed it in your own struct (anywhere; recover your struct with
+ * `POOL_CONTAINER_OF(task, struct your_struct, member.task)`), fill it with
+ * `pool_blocking_task_init` or by hand, and submit a pointer to it.
+ *
+ * Exactly one of the two callbacks is called, exactly once, with a pointer to `task`:
+ * `task.callback` when it runs, or `cancel` when the pool shuts down before it started and it
+ * is neither mandatory nor without a `cancel` callback. The struct must stay valid and
+ * unmodified from submit until that call starts; from then on the pool does not touch it
+ * (the callback may free it).
  */
-struct pool_latch {
+struct pool_blocking_task {
   /**
-   * Private storage.
+   * The task: `callback` runs the work (must not be NULL); `next` belongs to the pool.
    */
-  uint64_t opaque[POOL_LATCH_WORDS];
+  struct task task;
+  /**
+   * Called instead of `task.callback` when shutdown hands the task back; NULL: the task
+   * cannot be cancelled and runs even at shutdown.
+   */
+  void (*cancel)(struct task *task);
+  /**
+   * 0 or `POOL_BLOCKING_MANDATORY`. Other bits are reserved and must be 0.
+   */
+  unsigned int flags;
+};
+
+/**
+ * Configuration for `pool_create`. Initialise with `pool_config_init`, then change fields.
+ */
+struct pool_config {
+  /**
+   * Most worker threads; 0 = the number of CPUs available. At most 16383.
+   */
+  size_t max_threads;
+  /**
+   * Stack size of each worker thread in bytes; 0 = the system default: what
+   * `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a
+   * host's platform, 0 passed on to the host. Otherwise at least 16384 and at most 1 GiB.
+   */
+  size_t stack_size;
+  /**
+   * Rounds an idle worker watches for new work from outside the pool before it sleeps
+   * (a short spin that saves both sides a system call when work comes soon after).
+   * `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
+   * POOL_MAX_IDLE_SPINS.
+   */
+  uint32_t idle_spins;
+  /**
+   * Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
+   * keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is
+   * copied by `pool_create`. `pool_create_with_platform` requires NULL (the host names its
+   * own threads).
+   */
+  const char *thread_name_prefix;
+  /**
+   * Called as `on_thread_start(hook_context)` on each worker thread when it starts, before
+   * it runs any task: set up thread-locals, CPU affinity, a profiler. NULL: none.
+   * `pool_create_with_platform` requires NULL.
+   */
+  void (*on_thread_start)(void *context);
+  /**
+   * Called as `on_thread_stop(hook_context)` on each worker thread after its last task,
+   * just before it exits (by `pool_shutdown` / `pool_destroy` at the latest). NULL: none.
+   * `pool_create_with_platform` requires NULL.
+   */
+  void (*on_thread_stop)(void *context);
+  /**
+   * Passed to `on_thread_start` and `on_thread_stop`; the hooks may be called from several
+   * threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
+   * `pool_destroy` returns (both wait for every worker thread to exit).
+   */
+  void *hook_context;
+  /**
+   * Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
 };
 
 /**
@@ -521,6 +486,41 @@ struct pool_stats {
 };
 
 /**
+ * A fork-join job: embed it in your own struct, set `run`, and fork it with
+ * `pool_worker_fork` (or start a computation with `pool_install`). `run` is called exactly
+ * once per fork, with the job and the worker it runs on (pass the worker down to fork more);
+ * recover your struct with `POOL_CONTAINER_OF(job, struct your_struct, member)`.
+ *
+ * `opaque` needs no initial value: the fork writes it, and the pool uses it (from the forking
+ * thread and a thief at once) until the join returns: `run` reads and writes only the other
+ * fields of your struct. The job must stay in place, and must not be forked again, until
+ * `pool_worker_join` for it returned POOL_OK.
+ */
+struct pool_job {
+  /**
+   * Called once per fork, on a pool worker; must not be NULL. Must return normally (the
+   * rules of `struct task`'s callback).
+   */
+  void (*run)(struct pool_job *job, struct pool_worker *worker);
+  /**
+   * Private storage.
+   */
+  uint64_t opaque[POOL_JOB_WORDS];
+};
+
+/**
+ * A counting latch (wait group). Treat as opaque; initialise with `pool_latch_init`.
+ * Caller-owned: on the stack, in your own struct, or on the heap; it must not move between
+ * `pool_latch_init` and the return of `pool_latch_wait`.
+ */
+struct pool_latch {
+  /**
+   * Private storage.
+   */
+  uint64_t opaque[POOL_LATCH_WORDS];
+};
+
+/**
  * An I/O driver provided by the host (an event loop: epoll, kqueue, an RTOS event group).
  * Every function pointer must be non-NULL. The pool calls `poll` at its workers' tick ends and
  * `park` when one idle worker blocks in the driver instead of its parker, never two of them at
@@ -554,94 +554,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
- * reserved words 0). NULL: no-op.
- */
-void pool_config_init(struct pool_config *config);
-
-/**
- * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
- * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
- * Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
- * word, POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
- */
-int pool_create(const struct pool_config *config, struct pool **out);
-
-/**
- * Submits one task to the global pool (started on first use, no init call needed; its
- * first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
- * On POOL_OK the pool owns the task until its callback starts; on any error it was not
- * queued and is still the caller's.
- */
-int pool_submit(struct task *task);
-
-/**
- * Submits a NULL-terminated list of tasks (linked through `next`) to the global pool, as one
- * batch. All or nothing: if any task is invalid, none is queued (POOL_ERR_INVALID).
- */
-int pool_submit_batch(struct task *first);
-
-/**
- * Submits one task to `pool`. Ownership as for `pool_submit`. After `pool_shutdown`, returns
- * POOL_ERR_SHUTDOWN (except from the pool's own tasks, whose submits are part of the queued
- * work and still run).
- */
-int pool_submit_to(struct pool *pool, struct task *task);
-
-/**
- * Submits a NULL-terminated list to `pool` as one batch; all or nothing, as
- * `pool_submit_batch`.
- */
-int pool_submit_batch_to(struct pool *pool, struct task *first);
-
-/**
- * Stops accepting external work, runs every task already queued, and joins all threads.
- * Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
- * when called from one of the pool's own tasks. The pool stays allocated: free it with
- * `pool_destroy`.
- */
-int pool_shutdown(struct pool *pool);
-
-/**
- * Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
- * and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
- * is detected and ignored (the pool is left alone). If another thread is inside
- * `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
- * `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
- * caller orders its own calls before the destroy.
- */
-void pool_destroy(struct pool *pool);
-
-/**
- * A static, human-readable description of a status code (never NULL).
- */
-const char *pool_status_str(int status);
-
-/**
- * The library's version, "MAJOR.MINOR.PATCH" (the package version it was built from; never
- * NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
- * was compiled against: within one major version (one minor version while the major is 0) a
- * newer library runs programs built against an older header (README, "ABI policy").
- */
-const char *pool_version(void);
-
-/**
  * Fills `config` with the defaults (512 threads, 10000 ms keep-alive, default stack,
  * reserved words 0).
  * NULL: no-op.
  */
 void pool_blocking_config_init(struct pool_blocking_config *config);
-
-/**
- * Fills a blocking task: `callback` (must not be NULL), `cancel` (NULL: the task cannot be
- * cancelled and runs even at shutdown) and `flags` (0 or POOL_BLOCKING_MANDATORY).
- * Returns POOL_ERR_INVALID (and leaves `*task` untouched) for a NULL task or callback or an
- * unknown flag.
- */
-int pool_blocking_task_init(struct pool_blocking_task *task,
-                            void (*callback)(struct task *task),
-                            void (*cancel)(struct task *task),
-                            unsigned int flags);
 
 /**
  * Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
@@ -652,33 +569,6 @@ int pool_blocking_task_init(struct pool_blocking_task *task,
 int pool_blocking_create(const struct pool_blocking_config *config, struct pool_blocking **out);
 
 /**
- * Submits a blocking task to `pool`. It runs on an idle thread, else on a new thread if the
- * cap allows, else it waits in FIFO order for the next free thread.
- * On POOL_OK the pool owns the task until one of its callbacks starts. On any error it was
- * not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
- * unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
- * thread and none could be started).
- */
-int pool_blocking_submit_to(struct pool_blocking *pool, struct pool_blocking_task *task);
-
-/**
- * Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
- * `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
- * so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
- */
-int pool_blocking_submit(struct pool_blocking_task *task);
-
-/**
- * Stops accepting work, wakes every idle thread, waits for the threads to finish and joins
- * them. Tasks already running finish. Tasks still queued run if mandatory (or without a
- * `cancel` callback) and are handed back through `cancel` otherwise; every one of them has
- * had its callback called when this returns. Returns POOL_ERR_SHUTDOWN if already shut down,
- * POOL_ERR_INVALID for NULL or when called from one of the pool's own threads. The pool stays
- * allocated: free it with `pool_blocking_destroy`.
- */
-int pool_blocking_shutdown(struct pool_blocking *pool);
-
-/**
  * Shuts `pool` down if that was not done yet (as `pool_blocking_shutdown`) and frees it.
  * NULL is a no-op. Calling it from one of the pool's own threads is detected and ignored (the
  * pool is left alone). If another thread is inside `pool_blocking_shutdown(pool)`, this waits
@@ -686,12 +576,6 @@ int pool_blocking_shutdown(struct pool_blocking *pool);
  * `pool_blocking_destroy` began (a second destroy included) is undefined.
  */
 void pool_blocking_destroy(struct pool_blocking *pool);
-
-/**
- * Reads `pool`'s counters into `*out` without taking any lock. POOL_ERR_INVALID for a NULL
- * argument.
- */
-int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking_metrics *out);
 
 /**
  * Configures the process-wide blocking pool (the one behind `pool_blocking_submit`): its
@@ -713,13 +597,177 @@ int pool_blocking_global_configure(const struct pool_blocking_config *config);
 int pool_blocking_global_metrics(struct pool_blocking_metrics *out);
 
 /**
- * Submits `func(arg)` to `pool`: called exactly once, on one of its threads. Allocates one
- * small block per call (freed before `func` runs); when that fails nothing is queued and it
- * returns POOL_ERR_NOMEM. POOL_ERR_INVALID for a NULL pool or `func`; after `pool_shutdown`,
- * POOL_ERR_SHUTDOWN (except from the pool's own tasks), as `pool_submit_to`. On any error
- * `func` is never called. `arg` is passed through untouched (NULL is fine).
+ * Reads `pool`'s counters into `*out` without taking any lock. POOL_ERR_INVALID for a NULL
+ * argument.
  */
-int pool_submit_fn(struct pool *pool, void (*func)(void *arg), void *arg);
+int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking_metrics *out);
+
+/**
+ * Stops accepting work, wakes every idle thread, waits for the threads to finish and joins
+ * them. Tasks already running finish. Tasks still queued run if mandatory (or without a
+ * `cancel` callback) and are handed back through `cancel` otherwise; every one of them has
+ * had its callback called when this returns. Returns POOL_ERR_SHUTDOWN if already shut down,
+ * POOL_ERR_INVALID for NULL or when called from one of the pool's own threads. The pool stays
+ * allocated: free it with `pool_blocking_destroy`.
+ */
+int pool_blocking_shutdown(struct pool_blocking *pool);
+
+/**
+ * Submits a blocking task to the process-wide blocking pool (cap 512, keep-alive 10 s, unless
+ * `pool_blocking_global_configure` said otherwise first; built on first use, never shut down,
+ * so `cancel` is never called). Ownership and errors as `pool_blocking_submit_to`.
+ */
+int pool_blocking_submit(struct pool_blocking_task *task);
+
+/**
+ * Submits a blocking task to `pool`. It runs on an idle thread, else on a new thread if the
+ * cap allows, else it waits in FIFO order for the next free thread.
+ * On POOL_OK the pool owns the task until one of its callbacks starts. On any error it was
+ * not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
+ * unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
+ * thread and none could be started).
+ */
+int pool_blocking_submit_to(struct pool_blocking *pool, struct pool_blocking_task *task);
+
+/**
+ * Fills a blocking task: `callback` (must not be NULL), `cancel` (NULL: the task cannot be
+ * cancelled and runs even at shutdown) and `flags` (0 or POOL_BLOCKING_MANDATORY).
+ * Returns POOL_ERR_INVALID (and leaves `*task` untouched) for a NULL task or callback or an
+ * unknown flag.
+ */
+int pool_blocking_task_init(struct pool_blocking_task *task,
+                            void (*callback)(struct task *task),
+                            void (*cancel)(struct task *task),
+                            unsigned int flags);
+
+/**
+ * Fills `config` with the defaults (CPUs available, default stack, POOL_DEFAULT_IDLE_SPINS,
+ * reserved words 0). NULL: no-op.
+ */
+void pool_config_init(struct pool_config *config);
+
+/**
+ * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
+ * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
+ * Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
+ * word, POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
+ */
+int pool_create(const struct pool_config *config, struct pool **out);
+
+/**
+ * Creates a pool whose threads, parking and waking come from the host's `platform`
+ * (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
+ * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
+ * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
+ * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+ * non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
+ * out (`*out` untouched).
+ */
+int pool_create_with_platform(const struct pool_config *config,
+                              const struct pool_platform *platform,
+                              struct pool **out);
+
+/**
+ * The worker of `pool` that is running the caller (a task callback of `pool`, say), for
+ * `pool_worker_fork`; NULL when the calling thread is not one of `pool`'s workers (or
+ * `pool` is NULL, or was inherited through `fork()`). Valid as `struct pool_worker` says:
+ * until the callback that asked returns, on this thread only.
+ */
+struct pool_worker *pool_current_worker(struct pool *pool);
+
+/**
+ * `pool_current_worker` for the global pool: NULL when the calling thread is not one of its
+ * workers (it does not build the global pool).
+ */
+struct pool_worker *pool_current_worker_global(void);
+
+/**
+ * Shuts `pool` down if that was not done yet (running what is queued, joining every thread)
+ * and frees it. NULL is a no-op. Calling it from one of the pool's own tasks is an error that
+ * is detected and ignored (the pool is left alone). If another thread is inside
+ * `pool_shutdown(pool)`, this waits for that shutdown to finish, then frees. Any call on
+ * `pool` that begins after `pool_destroy` began (a second destroy included) is undefined: the
+ * caller orders its own calls before the destroy.
+ */
+void pool_destroy(struct pool *pool);
+
+/**
+ * Submits a task for fork-join: from one of `pool`'s threads it stays private to that thread
+ * (nothing shared is written) until the thread's `pool_latch_wait` runs it, newest first
+ * (depth-first, so recursive fork-join nests no deeper than the recursion), or an idle thread
+ * asks for work (the oldest forks are offered first), or the callback that forked it returns
+ * without waiting (then it is queued for this thread or a thief); from any other thread it is
+ * `pool_submit_to`. Ownership as for `pool_submit`. For the fastest fine-grained fork-join,
+ * see `pool_worker_fork` (no latch, no atomic operation per fork).
+ */
+int pool_fork(struct pool *pool, struct task *task);
+
+/**
+ * `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
+ * task stays private to that thread as `pool_fork` says, elsewhere it is `pool_submit`. Wait for it with
+ * `pool_latch_wait_global`. Ownership as for `pool_submit`.
+ */
+int pool_fork_global(struct task *task);
+
+/**
+ * Reads the global pool's counters (the pool behind `pool_submit`) into `*out`, as
+ * `pool_stats`. POOL_ERR_INVALID for NULL.
+ */
+int pool_global_stats(struct pool_stats *out);
+
+/**
+ * Calls `job->run(job, worker)` on one of `pool`'s workers and returns when it returned: the
+ * entry into fork-join with `pool_worker_fork` / `pool_worker_join`. On one of `pool`'s own
+ * workers it runs right here; from any other thread the caller sleeps meanwhile. The job is
+ * only called, not forked (it may be forked later). Returns POOL_ERR_INVALID for a NULL pool,
+ * job or `run`; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_SPAWN when the pool has no
+ * thread and cannot start one; POOL_ERR_FORKED for a pool inherited through `fork()`. On any
+ * error `run` was not called.
+ */
+int pool_install(struct pool *pool, struct pool_job *job);
+
+/**
+ * `pool_install` on the global pool (the one behind `pool_submit`), built on first use.
+ */
+int pool_install_global(struct pool_job *job);
+
+/**
+ * Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
+ * Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
+ * completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
+ * exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
+ */
+int pool_latch_add(struct pool_latch *latch, size_t n);
+
+/**
+ * Marks one unit done (from any thread, typically at the end of a task). The last one wakes
+ * the waiter; after it, the latch may already be freed by the waiter, so touch it no more.
+ * Returns POOL_ERR_INVALID for NULL.
+ */
+int pool_latch_done(struct pool_latch *latch);
+
+/**
+ * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
+ * outstanding. Returns POOL_ERR_INVALID for NULL.
+ */
+int pool_latch_init(struct pool_latch *latch);
+
+/**
+ * Waits until every unit added has been marked done. On one of `pool`'s threads it runs
+ * related work meanwhile (the thread's own `pool_fork`s, newest first), and other queued tasks
+ * only while at most half of the thread's stack is in use; past that it sleeps until the
+ * latch is released. So fork what you wait for: a task that waits for tasks it submitted with
+ * `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
+ * other thread it parks. Call once per initialisation, from one thread. Returns
+ * POOL_ERR_INVALID for a NULL pool or latch.
+ */
+int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
+
+/**
+ * `pool_latch_wait` for work submitted with `pool_submit` (the global pool): helps on a
+ * global-pool thread, parks elsewhere.
+ */
+int pool_latch_wait_global(struct pool_latch *latch);
 
 /**
  * Calls `func(ctx, begin, end)` on disjoint chunks `[begin, end)` that together cover
@@ -735,6 +783,99 @@ int pool_parallel_for(struct pool *pool,
                       size_t grain,
                       void (*func)(void *ctx, size_t begin, size_t end),
                       void *ctx);
+
+/**
+ * Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
+ * NULL: no-op.
+ */
+void pool_platform_init(struct pool_platform *platform);
+
+/**
+ * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
+ * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver,
+ * POOL_ERR_SHUTDOWN if the pool was shut down (the driver is then never called, but its
+ * callbacks and `context` must still stay valid until `pool_destroy` returns).
+ */
+int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
+
+/**
+ * Stops accepting external work, runs every task already queued, and joins all threads.
+ * Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
+ * when called from one of the pool's own tasks. The pool stays allocated: free it with
+ * `pool_destroy`.
+ */
+int pool_shutdown(struct pool *pool);
+
+/**
+ * Reads `pool`'s counters (every worker's summed, and the pool-wide ones) into `*out`,
+ * without any lock. POOL_ERR_INVALID for a NULL argument (`*out` untouched). Callable from
+ * any thread, the pool's own tasks included, before and after `pool_shutdown`.
+ */
+int pool_stats(const struct pool *pool, struct pool_stats *out);
+
+/**
+ * A static, human-readable description of a status code (never NULL).
+ */
+const char *pool_status_str(int status);
+
+/**
+ * Submits one task to the global pool (started on first use, no init call needed; its
+ * first use returns POOL_ERR_NOMEM if it cannot be built, and a later call tries again).
+ * On POOL_OK the pool owns the task until its callback starts; on any error it was not
+ * queued and is still the caller's.
+ */
+int pool_submit(struct task *task);
+
+/**
+ * Submits `task` to `pool` to run no earlier than `delay_ns` nanoseconds from now, exactly
+ * once. The pool allocates one small entry per call (a `struct task` has no room for a
+ * deadline) and frees it when the delay expires; a delay of 0 submits at once without one.
+ * At `pool_shutdown`, a delayed task still pending is queued then and runs early, as every
+ * queued task does: shutdown never waits for a deadline.
+ *
+ * On POOL_OK the pool owns the task until its callback starts (as `pool_submit_to`). On any
+ * error it was not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task,
+ * NULL callback), POOL_ERR_NOMEM (the entry could not be allocated), POOL_ERR_SHUTDOWN
+ * (shutdown has begun; a pool task's own delayed submits are then queued at once instead),
+ * POOL_ERR_SPAWN (the pool has no thread and could not start one).
+ */
+int pool_submit_after(struct pool *pool, struct task *task, uint64_t delay_ns);
+
+/**
+ * Submits a NULL-terminated list of tasks (linked through `next`) to the global pool, as one
+ * batch. All or nothing: if any task is invalid, none is queued (POOL_ERR_INVALID).
+ */
+int pool_submit_batch(struct task *first);
+
+/**
+ * Submits a NULL-terminated list to `pool` as one batch; all or nothing, as
+ * `pool_submit_batch`.
+ */
+int pool_submit_batch_to(struct pool *pool, struct task *first);
+
+/**
+ * Submits `func(arg)` to `pool`: called exactly once, on one of its threads. Allocates one
+ * small block per call (freed before `func` runs); when that fails nothing is queued and it
+ * returns POOL_ERR_NOMEM. POOL_ERR_INVALID for a NULL pool or `func`; after `pool_shutdown`,
+ * POOL_ERR_SHUTDOWN (except from the pool's own tasks), as `pool_submit_to`. On any error
+ * `func` is never called. `arg` is passed through untouched (NULL is fine).
+ */
+int pool_submit_fn(struct pool *pool, void (*func)(void *arg), void *arg);
+
+/**
+ * Submits one task to `pool`. Ownership as for `pool_submit`. After `pool_shutdown`, returns
+ * POOL_ERR_SHUTDOWN (except from the pool's own tasks, whose submits are part of the queued
+ * work and still run).
+ */
+int pool_submit_to(struct pool *pool, struct task *task);
+
+/**
+ * The library's version, "MAJOR.MINOR.PATCH" (the package version it was built from; never
+ * NULL, static). Compare with `POOL_VERSION_STRING`, the version of the `pool.h` a program
+ * was compiled against: within one major version (one minor version while the major is 0) a
+ * newer library runs programs built against an older header (README, "ABI policy").
+ */
+const char *pool_version(void);
 
 /**
  * Waits until every task submitted to `pool` before the call has finished (the pool is idle:
@@ -771,153 +912,12 @@ int pool_worker_fork(struct pool_worker *worker, struct pool_job *job);
 int pool_worker_join(struct pool_worker *worker, struct pool_job *job);
 
 /**
- * Calls `job->run(job, worker)` on one of `pool`'s workers and returns when it returned: the
- * entry into fork-join with `pool_worker_fork` / `pool_worker_join`. On one of `pool`'s own
- * workers it runs right here; from any other thread the caller sleeps meanwhile. The job is
- * only called, not forked (it may be forked later). Returns POOL_ERR_INVALID for a NULL pool,
- * job or `run`; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_SPAWN when the pool has no
- * thread and cannot start one; POOL_ERR_FORKED for a pool inherited through `fork()`. On any
- * error `run` was not called.
- */
-int pool_install(struct pool *pool, struct pool_job *job);
-
-/**
- * `pool_install` on the global pool (the one behind `pool_submit`), built on first use.
- */
-int pool_install_global(struct pool_job *job);
-
-/**
- * The worker of `pool` that is running the caller (a task callback of `pool`, say), for
- * `pool_worker_fork`; NULL when the calling thread is not one of `pool`'s workers (or
- * `pool` is NULL, or was inherited through `fork()`). Valid as `struct pool_worker` says:
- * until the callback that asked returns, on this thread only.
- */
-struct pool_worker *pool_current_worker(struct pool *pool);
-
-/**
- * `pool_current_worker` for the global pool: NULL when the calling thread is not one of its
- * workers (it does not build the global pool).
- */
-struct pool_worker *pool_current_worker_global(void);
-
-/**
- * Initialises (or re-initialises, after a completed `pool_latch_wait`) a latch with nothing
- * outstanding. Returns POOL_ERR_INVALID for NULL.
- */
-int pool_latch_init(struct pool_latch *latch);
-
-/**
- * Adds `n` outstanding units, before submitting the work that will call `pool_latch_done`.
- * Returns POOL_ERR_INVALID for NULL, or when the latch was already released (its wait
- * completed or is completing): re-initialise it first; POOL_ERR_RANGE when the count would
- * exceed its range (more than SIZE_MAX - 1 units outstanding), leaving the latch unchanged.
- */
-int pool_latch_add(struct pool_latch *latch, size_t n);
-
-/**
- * Marks one unit done (from any thread, typically at the end of a task). The last one wakes
- * the waiter; after it, the latch may already be freed by the waiter, so touch it no more.
- * Returns POOL_ERR_INVALID for NULL.
- */
-int pool_latch_done(struct pool_latch *latch);
-
-/**
- * Waits until every unit added has been marked done. On one of `pool`'s threads it runs
- * related work meanwhile (the thread's own `pool_fork`s, newest first), and other queued tasks
- * only while at most half of the thread's stack is in use; past that it sleeps until the
- * latch is released. So fork what you wait for: a task that waits for tasks it submitted with
- * `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
- * other thread it parks. Call once per initialisation, from one thread. Returns
- * POOL_ERR_INVALID for a NULL pool or latch.
- */
-int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
-
-/**
- * `pool_latch_wait` for work submitted with `pool_submit` (the global pool): helps on a
- * global-pool thread, parks elsewhere.
- */
-int pool_latch_wait_global(struct pool_latch *latch);
-
-/**
- * Submits a task for fork-join: from one of `pool`'s threads it stays private to that thread
- * (nothing shared is written) until the thread's `pool_latch_wait` runs it, newest first
- * (depth-first, so recursive fork-join nests no deeper than the recursion), or an idle thread
- * asks for work (the oldest forks are offered first), or the callback that forked it returns
- * without waiting (then it is queued for this thread or a thief); from any other thread it is
- * `pool_submit_to`. Ownership as for `pool_submit`. For the fastest fine-grained fork-join,
- * see `pool_worker_fork` (no latch, no atomic operation per fork).
- */
-int pool_fork(struct pool *pool, struct task *task);
-
-/**
- * `pool_fork` on the global pool (the one behind `pool_submit`): from one of its threads the
- * task stays private to that thread as `pool_fork` says, elsewhere it is `pool_submit`. Wait for it with
- * `pool_latch_wait_global`. Ownership as for `pool_submit`.
- */
-int pool_fork_global(struct task *task);
-
-/**
- * Sets every field of `platform` to NULL and its reserved words to 0; then set the callbacks.
- * NULL: no-op.
- */
-void pool_platform_init(struct pool_platform *platform);
-
-/**
- * Creates a pool whose threads, parking and waking come from the host's `platform`
- * (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
- * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
- * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
- * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
- * non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
- * out (`*out` untouched).
- */
-int pool_create_with_platform(const struct pool_config *config,
-                              const struct pool_platform *platform,
-                              struct pool **out);
-
-/**
- * Reads `pool`'s counters (every worker's summed, and the pool-wide ones) into `*out`,
- * without any lock. POOL_ERR_INVALID for a NULL argument (`*out` untouched). Callable from
- * any thread, the pool's own tasks included, before and after `pool_shutdown`.
- */
-int pool_stats(const struct pool *pool, struct pool_stats *out);
-
-/**
  * Reads the counters of worker `index` of `pool` into `*out` (all zero for a worker whose
  * thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
  * and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
  * (`pool_stats` gives `workers`); `*out` is untouched on error.
  */
 int pool_worker_stats(const struct pool *pool, size_t index, struct pool_stats *out);
-
-/**
- * Reads the global pool's counters (the pool behind `pool_submit`) into `*out`, as
- * `pool_stats`. POOL_ERR_INVALID for NULL.
- */
-int pool_global_stats(struct pool_stats *out);
-
-/**
- * Submits `task` to `pool` to run no earlier than `delay_ns` nanoseconds from now, exactly
- * once. The pool allocates one small entry per call (a `struct task` has no room for a
- * deadline) and frees it when the delay expires; a delay of 0 submits at once without one.
- * At `pool_shutdown`, a delayed task still pending is queued then and runs early, as every
- * queued task does: shutdown never waits for a deadline.
- *
- * On POOL_OK the pool owns the task until its callback starts (as `pool_submit_to`). On any
- * error it was not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task,
- * NULL callback), POOL_ERR_NOMEM (the entry could not be allocated), POOL_ERR_SHUTDOWN
- * (shutdown has begun; a pool task's own delayed submits are then queued at once instead),
- * POOL_ERR_SPAWN (the pool has no thread and could not start one).
- */
-int pool_submit_after(struct pool *pool, struct task *task, uint64_t delay_ns);
-
-/**
- * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
- * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver,
- * POOL_ERR_SHUTDOWN if the pool was shut down (the driver is then never called, but its
- * callbacks and `context` must still stay valid until `pool_destroy` returns).
- */
-int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
 
 #ifdef __cplusplus
 }  // extern "C"

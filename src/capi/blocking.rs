@@ -12,12 +12,15 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{boundary, process, reserved_clear, status, status_on, CTask, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
+use super::process;
+use super::status::{boundary, status, status_on};
+use super::config::{reserved_clear, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
+use super::task::CTask;
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::os::global::{configure_global_blocking, global_blocking_if_built, try_global_blocking};
 use crate::ThreadSpawner;
 
-use super::pool_status::*;
+use super::status::pool_status::*;
 
 /// Flag for `pool_blocking_task.flags`: run the task even if the pool shuts down before it
 /// started (instead of calling its `cancel` callback).
@@ -246,7 +249,7 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
         match CBlocking::new(c) {
             Ok(pool) => {
                 let raw = pool.into_raw();
-                if let Err(e) = process::register(raw.cast_const(), process::Kind::Blocking) {
+                if let Err(e) = process::register(raw.cast_const(), close_inherited) {
                     // SAFETY: from `into_raw` just above; never handed out.
                     drop(unsafe { CBlocking::from_raw(raw) });
                     return status(Err(e));
@@ -389,4 +392,15 @@ pub extern "C" fn pool_blocking_global_metrics(out: *mut pool_blocking_metrics) 
         unsafe { out.as_ptr().write(metrics.into()) };
         POOL_OK
     })
+}
+
+/// Closes a `struct pool_blocking *` in a child after a fork (the fork registry's handler,
+/// `process`): it is inherited from now on.
+///
+/// # Safety
+/// `pool` is a registered, live C blocking pool.
+unsafe fn close_inherited(pool: *const ()) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { CBlocking::borrow_raw(pool.cast_mut()) }.close_inherited();
+    true
 }

@@ -7,8 +7,10 @@ use core::ffi::{c_int, c_void};
 use core::ptr::{self, NonNull};
 use std::alloc::{alloc, dealloc, Layout};
 
-use super::pool_status::*;
-use super::{borrow, boundary, status, status_on, CTask, Pool};
+use super::status::pool_status::*;
+use super::pool::{borrow, Pool};
+use super::status::{boundary, status, status_on};
+use super::task::CTask;
 
 /// The allocation behind one `pool_submit_fn`: the task the pool queues, and the call to make.
 #[repr(C)]

@@ -5,7 +5,8 @@ use core::ptr::NonNull;
 use core::time::Duration;
 use std::boxed::Box;
 
-use super::{borrow, boundary, pool_status, Pool};
+use super::pool::{borrow, Pool};
+use super::status::{boundary, pool_status};
 use crate::io::Driver;
 use crate::Error;
 use pool_status::*;

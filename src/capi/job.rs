@@ -25,8 +25,9 @@ use core::mem::{align_of, offset_of, size_of};
 use core::ptr::{self, NonNull};
 
 use super::platform::CSpawner;
-use super::pool_status::*;
-use super::{borrow, boundary, status, status_on, CPool, Pool};
+use super::status::pool_status::*;
+use super::pool::{borrow, CPool, Pool};
+use super::status::{boundary, status, status_on};
 use crate::join::fn_job::{self, FnJob};
 use crate::scheduler::frame::FrameStack;
 use crate::scheduler::context::ContextHead;

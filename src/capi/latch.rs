@@ -19,7 +19,9 @@ use core::ffi::c_int;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, checked_task, global_pool, pool_status::*, status, status_on, CTask, Pool};
+use super::pool::{borrow, global_pool, Pool};
+use super::status::{boundary, pool_status::*, status, status_on};
+use super::task::{checked_task, CTask};
 use crate::CountLatch;
 
 /// Words in a `struct pool_latch`: room for the core latch (32 bytes on 64-bit targets) and

@@ -29,7 +29,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fallible::{try_box, TryArc};
 
-use super::{create_with, pool_status, reserved_clear, Pool, PoolConfig, POOL_RESERVED_WORDS};
+use super::config::{reserved_clear, PoolConfig, POOL_RESERVED_WORDS};
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::{DefaultParker, ThreadSpawner};
 
@@ -132,7 +132,7 @@ unsafe impl Sync for HostFns {}
 impl HostFns {
     /// Checks every pointer and the reserved words; `None` if any callback is NULL or a
     /// reserved word is not 0.
-    fn new(p: &pool_platform) -> Option<Self> {
+    pub(super) fn new(p: &pool_platform) -> Option<Self> {
         if !reserved_clear(&p.reserved) {
             return None;
         }
@@ -396,26 +396,3 @@ unsafe impl Spawner for CSpawner {
     }
 }
 
-/// Creates a pool whose threads, parking and waking come from the host's `platform`
-/// (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
-/// `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
-/// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
-/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
-/// non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
-/// out (`*out` untouched).
-#[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
-#[no_mangle]
-pub extern "C" fn pool_create_with_platform(
-    config: *const PoolConfig,
-    platform: *const pool_platform,
-    out: *mut *mut Pool,
-) -> c_int {
-    super::boundary(|| {
-        let Some(platform) = NonNull::new(platform.cast_mut()) else { return pool_status::POOL_ERR_INVALID };
-        // SAFETY: non-null; the caller passes a readable `struct pool_platform`.
-        let platform = unsafe { platform.as_ptr().read() };
-        let Some(fns) = HostFns::new(&platform) else { return pool_status::POOL_ERR_INVALID };
-        let Ok(fns) = TryArc::try_new(fns) else { return pool_status::POOL_ERR_NOMEM };
-        create_with(config, out, Some(CSpawner::Host(fns)))
-    })
-}

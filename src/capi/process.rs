@@ -36,47 +36,11 @@ fn pthread_default_stack() -> Option<usize> {
 // ---------------------------------------------------------------------------------------------
 // Pools inherited through fork
 
-use crate::error::Error;
 use crate::os::fork;
 
 /// Records a new C pool in the fork registry (`os::fork`), with the function that closes it
-/// in a child. `Err(OutOfMemory)` if the registry cannot grow: the caller frees the pool and
-/// reports it.
-pub(crate) fn register(pool: *const (), kind: Kind) -> Result<(), Error> {
-    let close: unsafe fn(*const ()) -> bool = match kind {
-        Kind::Task => close_task,
-        Kind::Blocking => close_blocking,
-    };
-    fork::register(pool, close)
-}
+/// in a child (it returns true: the pool is inherited). `Err(OutOfMemory)` if the registry
+/// cannot grow: the caller frees the pool and reports it.
+pub(crate) use fork::register;
 
 pub(crate) use fork::{is_inherited, unregister};
-
-/// Which C type a registered pool is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// `struct pool *` (`ThreadPool<CSpawner>`).
-    Task,
-    /// `struct pool_blocking *` (`BlockingPool<ThreadSpawner>`).
-    Blocking,
-}
-
-/// Closes a `struct pool *` in a child (`os::fork`'s handler).
-///
-/// # Safety
-/// `pool` is a registered, live C task pool.
-unsafe fn close_task(pool: *const ()) -> bool {
-    // SAFETY: the caller's contract.
-    unsafe { super::CPool::borrow_raw(pool.cast_mut()) }.close_inherited();
-    true
-}
-
-/// Closes a `struct pool_blocking *` in a child.
-///
-/// # Safety
-/// `pool` is a registered, live C blocking pool.
-unsafe fn close_blocking(pool: *const ()) -> bool {
-    // SAFETY: the caller's contract.
-    unsafe { super::blocking::CBlocking::borrow_raw(pool.cast_mut()) }.close_inherited();
-    true
-}

@@ -6,10 +6,12 @@
 use core::ffi::c_int;
 use core::ptr::NonNull;
 
-use super::{borrow, boundary, global_pool, Pool, POOL_RESERVED_WORDS};
+use super::pool::{borrow, global_pool, Pool};
+use super::status::boundary;
+use super::config::POOL_RESERVED_WORDS;
 use crate::{Stats, WorkerStats};
 
-use super::pool_status::*;
+use super::status::pool_status::*;
 
 /// Counters of a pool (`pool_stats`, `pool_global_stats`) or of one of its workers
 /// (`pool_worker_stats`). Read without any lock: each field is some recent value of its

@@ -5,7 +5,9 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::{borrow, boundary, checked_task, pool_status, status, CTask, Pool};
+use super::pool::{borrow, Pool};
+use super::status::{boundary, pool_status, status};
+use super::task::{checked_task, CTask};
 use crate::scheduler::timers::AfterError;
 use pool_status::*;
 
