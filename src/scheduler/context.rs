@@ -105,8 +105,9 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) lifo_streak: Cell<u32>,
     /// Ring index one past the last task of the latest batch from the injector (`worker.rs`,
     /// "Order"): the ring's tasks at indices `head..injected_end` came from the injector.
-    /// Read only through [`injected_in_overflow`](Self::injected_in_overflow), which resets
-    /// it once it is behind `head`.
+    /// Read only through [`injected_left`](Self::injected_left) and
+    /// [`injected_in_overflow`](Self::injected_in_overflow), which reset it once it is behind
+    /// `head`.
     injected_end: Cell<u32>,
     /// Set while this worker is parked (in the I/O driver or on a timer deadline): the tasks
     /// a dispatch there wakes are queued without a notification, and one is sent for all of
@@ -257,6 +258,21 @@ impl<S: Spawner> WorkerContext<S> {
     #[inline]
     pub(crate) fn mark_injected(&self) {
         self.injected_end.set(self.ring_indices().1);
+    }
+
+    /// Whether tasks of the latest batch from the injector are still at the front of our
+    /// ring. Thieves claiming from `head` shrink that run as the owner's pops do.
+    #[inline]
+    pub(crate) fn injected_left(&self) -> bool {
+        let (head, tail) = self.ring_indices();
+        let left = self.injected_end.get().wrapping_sub(head);
+        if left != 0 && left <= tail.wrapping_sub(head) {
+            return true;
+        }
+        // Used up (or stolen): keep the mark at `head`, so that it never wraps around into
+        // the ring again however many tasks pass before the next look.
+        self.injected_end.set(head);
+        false
     }
 
     /// How many of the first tasks of the batch that our full ring just returned

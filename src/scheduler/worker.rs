@@ -4,9 +4,10 @@
 //! injector interval):
 //!
 //! 0. every *interval*th search starts at the injector, so work injected from outside is not
-//!    starved by a worker whose own queue never runs dry. The interval adapts to how long the
-//!    worker's polls take (`interval.rs`: about 1 ms of work between checks, 8 to 127
-//!    searches; 61 on a platform without a clock);
+//!    starved by a worker whose own queue never runs dry, unless the front of its ring still
+//!    holds tasks of its last batch from the injector (older than anything left there: see
+//!    "Order"). The interval adapts to how long the worker's polls take (`interval.rs`: about
+//!    1 ms of work between checks, 8 to 127 searches; 61 on a platform without a clock);
 //! 1. its LIFO slot (the newest task scheduled with [`ThreadPool::submit_lifo`], cache-hot),
 //!    at most [`MAX_LIFO_STREAK`] times in a row, after which the slot's task moves to the back
 //!    of the ring so the ring's older tasks run;
@@ -22,15 +23,30 @@
 //! tasks waits inside a `join` or for a latch over forks, or after a task forked and returned.
 //!
 //! # Order
-//! The worker's context records the ring index where its latest batch from the injector ends
-//! (`WorkerContext::mark_injected`). An overflow claims the ring's oldest half, which holds
-//! every task of that batch still in the ring (at most `MAX_BATCH - 1`, fewer than half a
-//! ring): `spill` sends them back to the injector's *front* (`Consumer::push_front`), ahead of
-//! newer submissions, and the rest (the worker's own tasks and the new one) to its back. The
-//! front needs the injector's consumer lock, which no other thread takes while a pool has one
-//! worker (the worker alone searches it; shutdown's last drain runs after the workers were
-//! joined). With several workers, where no order is promised, a spill that finds the lock held
-//! sends everything to the back.
+//! A pool with one worker starts the tasks submitted from outside in submission order (per
+//! submitting thread). They reach the worker only through the injector, which is FIFO: one at
+//! a time (steps 0 and 3, run at once) or as a batch into its empty ring (step 3, at most
+//! `MAX_BATCH - 1` tasks behind the one it runs). After a batch, the worker's context records
+//! the ring index where it ends (`WorkerContext::injected_left`), so the ring's tasks from the
+//! injector are known to be a prefix of the ring, older than every task left in the injector.
+//! Two places would otherwise let newer outside work pass them:
+//! * step 0 skips the injector while that prefix is not used up: the ring's front is then the
+//!   oldest outside work, and the next pops run it (the LIFO slot runs at most
+//!   [`MAX_LIFO_STREAK`] tasks before the ring gets a turn, so the skip lasts at most about
+//!   half a ring of pops); it then takes from the injector as before, so work from outside
+//!   keeps its share beside a worker's own tasks;
+//! * an overflow claims the ring's oldest half, which holds the whole prefix (fewer than half
+//!   a ring): `spill` sends the prefix back to the injector's *front*
+//!   (`Consumer::push_front`) and the rest (the worker's own tasks and the new one) to its
+//!   back. The front needs the injector's consumer lock, which no other thread takes while a
+//!   pool has one worker (the worker alone searches it; shutdown's last drain runs after the
+//!   workers were joined). With several workers, where no order is promised, a spill that
+//!   finds the lock held sends everything to the back.
+//!
+//! The bookkeeping adds nothing per task: a store per batch, a subtraction per step-0 search
+//! and per overflow. Local submits go to the ring's back or the LIFO slot, so a task's own
+//! submits may run before outside tasks only through the LIFO slot. A task that waits through
+//! the pool may run later tasks inside its wait: the promise is about starts.
 //!
 //! # One waiting loop
 //! [`Inner::run_until`] is the worker's loop and every wait on a worker (a stolen join half, a
@@ -438,8 +454,11 @@ impl<S: Spawner> Inner<S> {
         if tick == 0 {
             // The end of an interval window: one clock read, the interval retuned.
             cx.tick.set(cx.end_interval_window() - 1);
-            if let Some(found) = self.take_from_injector(cx) {
-                return Some(found);
+            // Not ahead of older outside work in our ring (module docs, "Order").
+            if !cx.injected_left() {
+                if let Some(found) = self.take_from_injector(cx) {
+                    return Some(found);
+                }
             }
         } else {
             cx.tick.set(tick - 1);
