@@ -109,6 +109,10 @@ impl Injector {
     pub fn try_lock(&self) -> Option<Consumer<'_>> {
         self.0.try_lock().map(Consumer)
     }
+
+    pub fn try_lock_even_empty(&self) -> Option<Consumer<'_>> {
+        self.0.try_lock_even_empty().map(Consumer)
+    }
 }
 
 /// The injector's consumer end, held until dropped.
@@ -118,6 +122,10 @@ pub struct Consumer<'a>(crate::queue::injector::Consumer<'a>);
 impl Consumer<'_> {
     pub fn pop(&mut self) -> Option<NonNull<Task>> {
         self.0.pop()
+    }
+
+    pub fn push_front(&mut self, batch: Batch) {
+        self.0.push_front(batch);
     }
 }
 

@@ -429,6 +429,28 @@ impl Batch {
         self.len += other.len;
     }
 
+    /// Splits off the first `n` tasks (every task if the batch has no more) as a batch of
+    /// their own, in order; `self` keeps the rest.
+    pub(crate) fn split_front(&mut self, n: usize) -> Batch {
+        if n >= self.len {
+            return core::mem::take(self);
+        }
+        let Some(first) = self.head.filter(|_| n > 0) else { return Batch::new() };
+        let mut last = first;
+        for _ in 1..n {
+            // SAFETY: `last` is owned by this batch; fewer than `len` links are followed, so
+            // each is a task of the batch.
+            last = unsafe { NonNull::new_unchecked(last.as_ref().load_next(Ordering::Relaxed)) };
+        }
+        // SAFETY: as above; `last` is not the batch's tail (`n < len`), so its link is a task.
+        let rest = unsafe { last.as_ref().load_next(Ordering::Relaxed) };
+        // SAFETY: as above; the new batch's tail keeps a null link (see `push`).
+        unsafe { last.as_ref().store_next(ptr::null_mut(), Ordering::Relaxed) };
+        self.head = NonNull::new(rest);
+        self.len -= n;
+        Batch { head: Some(first), tail: Some(last), len: n }
+    }
+
     /// Removes and returns the first task.
     ///
     /// ```
@@ -464,6 +486,28 @@ mod tests {
     use super::*;
 
     unsafe extern "C" fn noop(_: *mut Task) {}
+
+    #[test]
+    fn batch_split_front_keeps_both_halves_in_order() {
+        let mut tasks: [Task; 4] = [Task::new(noop), Task::new(noop), Task::new(noop), Task::new(noop)];
+        let ptrs: std::vec::Vec<NonNull<Task>> = tasks.iter_mut().map(NonNull::from).collect();
+        let mut batch = Batch::new();
+        for &t in &ptrs {
+            // SAFETY: each task is in this batch only and outlives it.
+            unsafe { batch.push(t) };
+        }
+        assert!(batch.split_front(0).is_empty());
+        let mut front = batch.split_front(3);
+        assert_eq!((front.len(), batch.len()), (3, 1));
+        for &t in &ptrs[..3] {
+            assert_eq!(front.pop(), Some(t));
+        }
+        assert_eq!(front.pop(), None);
+        let mut all = batch.split_front(5);
+        assert!(batch.is_empty() && batch.pop().is_none());
+        assert_eq!(all.pop(), Some(ptrs[3]));
+        assert_eq!(all.pop(), None);
+    }
 
     #[test]
     fn batch_push_pop_fifo() {

@@ -207,3 +207,88 @@ fn injector_close_vs_external_push_vs_stub_repush() {
         assert_eq!(got, want, "accepted tasks come out once, in order; refused ones never");
     });
 }
+
+/// A log entry of `injector_prepend_vs_push_vs_contending_consumer`: the prepend happened.
+const PREPENDED: usize = usize::MAX - 1;
+
+#[test]
+fn injector_prepend_vs_push_vs_contending_consumer() {
+    // Interleaving: a worker spilling its ring (`Inner::spill`) takes the consumer end with
+    // `try_lock_even_empty`, pops one task (so the cursor is a task, not the stub) and prepends
+    // a batch, while a producer pushes at the tail and a second consumer contends for the
+    // try-lock and pops. When the lock is taken, the spill pushes its batch at the tail
+    // instead. Every task comes out exactly once; a prepended batch is the next thing popped
+    // after the prepend, in order; the queued tasks keep their FIFO order. (Linking the batch
+    // to the stub instead of the cursor's node pops task 2 twice here.)
+    model("injector_prepend_vs_push_vs_contending_consumer", || {
+        let tasks = Arc::new(Tasks::new(5));
+        let g = Arc::new(Guarded { q: Injector::new(), log: UnsafeCell::new(Vec::new()) });
+        g.q.push(tasks.batch(2..4), true).unwrap();
+        let producer = {
+            let (g, tasks) = (g.clone(), tasks.clone());
+            thread::spawn(move || g.q.push(tasks.batch(4..5), true).unwrap())
+        };
+        let consumer = {
+            let (g, tasks) = (g.clone(), tasks.clone());
+            thread::spawn(move || {
+                if let Some(mut c) = g.q.try_lock() {
+                    if let Some(t) = c.pop() {
+                        // SAFETY: we hold the consumer lock (checked by loom).
+                        g.log.with_mut(|log| unsafe { (*log).push(tasks.index_of(t)) });
+                    }
+                }
+            })
+        };
+        if let Some(mut c) = g.q.try_lock_even_empty() {
+            if let Some(t) = c.pop() {
+                // SAFETY: we hold the consumer lock (checked by loom).
+                g.log.with_mut(|log| unsafe { (*log).push(tasks.index_of(t)) });
+            }
+            c.push_front(tasks.batch(0..2));
+            // SAFETY: as above.
+            g.log.with_mut(|log| unsafe { (*log).push(PREPENDED) });
+        } else {
+            g.q.push(tasks.batch(0..2), false).unwrap();
+        }
+        producer.join().unwrap();
+        consumer.join().unwrap();
+        // SAFETY: every other thread joined.
+        let mut log: Vec<usize> = g.log.with(|log| unsafe { (*log).clone() });
+        log.extend(drain(&g.q, &tasks));
+        let got: Vec<usize> = log.iter().copied().filter(|&i| i != PREPENDED).collect();
+        assert_exactly_once(5, &got);
+        if let Some(at) = log.iter().position(|&i| i == PREPENDED) {
+            assert_eq!(log[at + 1..at + 3], [0, 1], "the prepended batch comes out first, in order: {log:?}");
+        }
+        let queued: Vec<usize> = got.iter().copied().filter(|&i| i >= 2).collect();
+        assert_eq!(queued, [2, 3, 4], "the queued tasks stay FIFO: {log:?}");
+    });
+}
+
+#[test]
+fn injector_prepend_onto_empty_vs_half_linked_push() {
+    // Interleaving: the consumer prepends onto an empty queue (cursor null: the batch links to
+    // the stub) while a producer's push, maybe preempted between its CAS on `tail` and its link
+    // of the stub's `next`, adds a task. The consumer pops until `None`: the batch first, then
+    // the pushed task if linked, else a spurious empty; after the join, the drain finds the
+    // rest. Order 0, 1, 2, each once, and the queue settles empty.
+    model("injector_prepend_onto_empty_vs_half_linked_push", || {
+        let tasks = Arc::new(Tasks::new(3));
+        let q = Arc::new(Injector::new());
+        let producer = {
+            let (q, tasks) = (q.clone(), tasks.clone());
+            thread::spawn(move || q.push(tasks.batch(2..3), true).unwrap())
+        };
+        let mut got = Vec::new();
+        {
+            let mut c = q.try_lock_even_empty().expect("no other consumer");
+            c.push_front(tasks.batch(0..2));
+            while let Some(t) = c.pop() {
+                got.push(tasks.index_of(t));
+            }
+        }
+        producer.join().unwrap();
+        got.extend(drain(&q, &tasks));
+        assert_eq!(got, [0, 1, 2], "the prepended batch first, then the push, each once");
+    });
+}

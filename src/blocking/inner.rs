@@ -228,6 +228,7 @@ impl<S: Spawner> Inner<S> {
     /// # Safety
     /// In a child after `fork`, with no other use of this pool in progress in the child.
     #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
         // SAFETY: the caller's contract: a valid state that nothing else reads now.
         let old = unsafe { &*raw };
@@ -244,6 +245,7 @@ impl<S: Spawner> Inner<S> {
     /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
     /// parent's queued tasks are never run.
     #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn close_inherited(&self) {
         self.queue.close();
         self.counts.fetch_or(Counts::SHUTDOWN, Ordering::AcqRel);

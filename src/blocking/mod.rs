@@ -634,6 +634,7 @@ impl<S: Spawner> BlockingPool<S> {
     /// # Safety
     /// As `Inner::reset_after_fork`.
     #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
         // SAFETY: forwarded contract; `inner` is this pool's live state.
         unsafe { Inner::reset_after_fork(self.inner.as_ptr(), spawner) }
@@ -641,6 +642,7 @@ impl<S: Spawner> BlockingPool<S> {
 
     /// In the child after a fork: every submit is refused from here on.
     #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn close_inherited(&self) {
         self.inner().close_inherited();
     }

@@ -20,12 +20,9 @@
 //! that pool's work: such a child may only exec or `_exit` (the usual reason to fork there).
 
 use std::sync::Once;
-#[cfg(not(loom))]
 use std::vec::Vec;
 
-#[cfg(not(loom))]
 use crate::error::Error;
-#[cfg(not(loom))]
 use crate::sync::{spin_hint, AtomicBool, Ordering, UnsafeCell};
 
 static INSTALL: Once = Once::new();
@@ -43,30 +40,25 @@ pub(crate) fn install() {
 
 /// Before the fork, in the forking thread: holds what the child handler must find consistent.
 extern "C" fn prepare() {
-    #[cfg(not(loom))]
-    lock_registry();
+        lock_registry();
 }
 
 /// After the fork, in the parent.
 extern "C" fn parent() {
-    #[cfg(not(loom))]
-    unlock_registry();
+        unlock_registry();
 }
 
 /// After the fork, in the child (its only thread).
 extern "C" fn child() {
-    #[cfg(not(loom))]
-    {
+        {
         mark_inherited();
         unlock_registry();
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The registry of pools to close in a child (a process-wide static: not under loom, whose
-// atomics cannot be statics, and no model forks)
+// The registry of pools to close or reset in a child
 
-#[cfg(not(loom))]
 struct Entry {
     pool: *const (),
     /// What the pool becomes in a child: closed (its submits refused from then on; returns
@@ -82,7 +74,6 @@ struct Entry {
 /// succeeds. A spin lock, not a mutex: the fork handlers hold it across `fork`, acquiring it
 /// in `prepare` and releasing it in `parent` and `child` (a std mutex cannot be released
 /// without its guard).
-#[cfg(not(loom))]
 struct Registry {
     locked: AtomicBool,
     entries: UnsafeCell<Vec<Entry>>,
@@ -90,14 +81,11 @@ struct Registry {
 
 // SAFETY: `entries` is only accessed while `locked` is held (acquired with Acquire, released
 // with Release), by one thread at a time.
-#[cfg(not(loom))]
 unsafe impl Sync for Registry {}
 
-#[cfg(not(loom))]
 static REGISTRY: Registry = Registry { locked: AtomicBool::new(false), entries: UnsafeCell::new(Vec::new()) };
 
 /// Takes the registry lock (`prepare`, and `with_registry`).
-#[cfg(not(loom))]
 fn lock_registry() {
     while REGISTRY.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         spin_hint();
@@ -105,12 +93,10 @@ fn lock_registry() {
 }
 
 /// Releases the registry lock.
-#[cfg(not(loom))]
 fn unlock_registry() {
     REGISTRY.locked.store(false, Ordering::Release);
 }
 
-#[cfg(not(loom))]
 fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
     lock_registry();
     // SAFETY: the lock is held: exclusive access.
@@ -122,7 +108,6 @@ fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
 /// Records a new pool and what it becomes in a child (`on_child`, called by the child's
 /// handler with `pool`), and installs the fork handlers (once). `Err(OutOfMemory)` if the
 /// registry cannot grow: the caller frees the pool and reports it.
-#[cfg(not(loom))]
 pub(crate) fn register(pool: *const (), on_child: unsafe fn(*const ()) -> bool) -> Result<(), Error> {
     install();
     with_registry(|entries| {
@@ -134,7 +119,6 @@ pub(crate) fn register(pool: *const (), on_child: unsafe fn(*const ()) -> bool) 
 
 /// Forgets a pool being destroyed; true if it was inherited through a fork (then the caller
 /// frees it with `free_inherited` instead of shutting it down).
-#[cfg(not(loom))]
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) fn unregister(pool: *const ()) -> bool {
     with_registry(|entries| match entries.iter().position(|e| e.pool == pool) {
@@ -144,7 +128,6 @@ pub(crate) fn unregister(pool: *const ()) -> bool {
 }
 
 /// Whether `pool` was inherited through a fork (its calls return POOL_ERR_FORKED).
-#[cfg(not(loom))]
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) fn is_inherited(pool: *const ()) -> bool {
     with_registry(|entries| entries.iter().any(|e| e.pool == pool && e.inherited))
@@ -153,7 +136,6 @@ pub(crate) fn is_inherited(pool: *const ()) -> bool {
 /// In the child after a fork, with the registry lock held since `prepare`: every pool is
 /// closed and marked inherited (its submits are refused and nothing of the parent's queue
 /// runs), or reset in place (the global pools).
-#[cfg(not(loom))]
 fn mark_inherited() {
     REGISTRY.entries.with_mut(|entries| {
         // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
@@ -164,10 +146,4 @@ fn mark_inherited() {
             e.inherited = unsafe { (e.on_child)(e.pool) };
         }
     });
-}
-
-/// Under loom nothing forks and no registry exists.
-#[cfg(loom)]
-pub(crate) fn register(_pool: *const (), _on_child: unsafe fn(*const ()) -> bool) -> Result<(), crate::error::Error> {
-    Ok(())
 }

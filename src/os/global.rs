@@ -43,7 +43,7 @@ pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> 
     if let Some(pool) = GLOBAL.get() {
         return Ok(pool);
     }
-    #[cfg(unix)]
+    #[cfg(all(unix, not(loom)))]
     register_for_fork();
     let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?)?;
     // Racing another first use: one pool is kept, the other dropped (it never started a thread).
@@ -69,7 +69,7 @@ pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawne
     if let Some(pool) = GLOBAL_BLOCKING.get() {
         return Ok(pool);
     }
-    #[cfg(unix)]
+    #[cfg(all(unix, not(loom)))]
     register_for_fork();
     let pool = BlockingPool::new(BlockingConfig::default())?;
     // Racing another first use or `configure_global_blocking`: one pool is kept, the other
@@ -101,7 +101,7 @@ pub fn configure_global_blocking(config: BlockingConfig) -> Result<(), Error> {
     if GLOBAL_BLOCKING.get().is_some() {
         return Err(Error::AlreadyStarted);
     }
-    #[cfg(unix)]
+    #[cfg(all(unix, not(loom)))]
     register_for_fork();
     let pool = BlockingPool::new(config)?;
     // Racing a first use (or another call): one of them builds the pool, the other's is
@@ -175,7 +175,7 @@ where
 /// Registers the global pools with the fork registry (`fork.rs`), once: its child handler
 /// resets them. If the registry cannot grow, the process goes on without that rule (nothing
 /// breaks until a fork), as when `pthread_atfork` itself fails.
-#[cfg(unix)]
+#[cfg(all(unix, not(loom)))]
 fn register_for_fork() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
@@ -192,7 +192,7 @@ fn register_for_fork() {
 /// # Safety
 /// In the child's fork handler (its only thread, outside any pool call). Returns false: the
 /// pools are not inherited, they start afresh.
-#[cfg(unix)]
+#[cfg(all(unix, not(loom)))]
 unsafe fn reset_after_fork(_: *const ()) -> bool {
     if let Some(pool) = GLOBAL.get() {
         let reset = ThreadSpawner::try_named("pool-global")

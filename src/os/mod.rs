@@ -11,7 +11,8 @@ mod condvar;
 mod defaults;
 #[cfg(target_os = "linux")]
 mod futex;
-#[cfg(unix)]
+// Nothing forks under loom (and its atomics cannot be the registry's statics).
+#[cfg(all(unix, not(loom)))]
 pub(crate) mod fork;
 pub(crate) mod global;
 mod parker;

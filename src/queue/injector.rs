@@ -24,9 +24,30 @@
 //! It then reports "empty" spuriously and leaves the node in place. That is safe: the producer
 //! notifies the pool after linking, so a worker will come back (see `scheduler/README.md`).
 //!
+//! # Prepending (the consumer's front push)
+//! The lock holder may also put a batch *in front* of the queue ([`Consumer::push_front`]): a
+//! worker's ring overflowing with tasks it took from here sends them back to where they were,
+//! ahead of newer submissions (`Inner::spill`, `scheduler/worker.rs`, "Order"). That touches
+//! only the consumer side: the batch's last task links to the oldest node (the cursor's node,
+//! or the stub when the cursor is null or the stub), and the cursor moves to the batch's first
+//! task. So the states above hold:
+//! * Producers never see the batch: `tail` and the newest node's `next`, all they touch, are
+//!   unchanged, and so is the CLOSED bit. The batch's tasks are never the last node (their
+//!   last links to a node already in the chain), so `pop` never detaches through them and
+//!   re-pushes the stub only as before, when the cursor passed it.
+//! * The stub stays where it was in the chain (at most once): the batch links *to* it when it is
+//!   the front node, and nothing else links to it.
+//! * A half-linked push is unaffected: it links behind the node it swung `tail` from, which is
+//!   not one of ours; `pop` still reports empty at that node, after the batch.
+//! * After the unlock (Release, as every holder's), the cursor is a real task whose `next` is
+//!   linked: `is_empty`, `is_settled_empty` and `try_lock` see a non-empty queue, and
+//!   `has_ready` a ready one, as for any queued task.
+//! * The length estimate counts the batch as queued: `popped` goes down by its length.
+//!
 //! # Invariants
 //! * Only the lock holder reads or moves the cursor, or reads `next` of consumed-side nodes.
-//! * A node is returned by `pop` at most once: the cursor only moves forward.
+//! * A node is returned by `pop` at most once per time it is queued: the cursor only moves
+//!   forward, except onto a prepended batch (tasks that were not in the queue).
 //! * The queue must not move in memory while it holds tasks (the stub's address is linked into
 //!   the chain); it lives inside the heap-allocated pool.
 
@@ -66,8 +87,8 @@ struct ProducerEnd {
 struct ConsumerEnd {
     /// Consumer cursor, or [`locked()`].
     head: AtomicPtr<Task>,
-    /// Tasks ever popped (wrapping). Written only by the lock holder (`add_owned`: one writer
-    /// at a time, the lock's Release/Acquire ordering the writers).
+    /// Tasks ever popped, less those prepended (wrapping). Written only by the lock holder
+    /// (`add_owned`: one writer at a time, the lock's Release/Acquire ordering the writers).
     popped: Counter,
 }
 
@@ -220,6 +241,22 @@ impl Injector {
             && self.stub.load_next(Ordering::Acquire).is_null()
     }
 
+    /// Takes the consumer end if it is free, whether the queue holds tasks or not: for a
+    /// holder that prepends ([`Consumer::push_front`]).
+    pub(crate) fn try_lock_even_empty(&self) -> Option<Consumer<'_>> {
+        let mut head = self.consumer.head.load(Ordering::Relaxed);
+        loop {
+            if head == locked() {
+                return None;
+            }
+            // Acquire: as in `try_lock`.
+            match self.consumer.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Consumer { queue: self, cursor: head, popped: 0, drained: false }),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
     /// Takes the consumer end if it is free and the queue is not empty.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
@@ -249,10 +286,12 @@ pub(crate) struct Consumer<'a> {
     /// The oldest unconsumed node; null means the stub.
     cursor: *mut Task,
     /// Pushes this holder consumed (tasks popped, and its stub re-pushes, which count as
-    /// pushes): added to `ConsumerEnd::popped` on unlock.
+    /// pushes), less the tasks it prepended (wrapping): added to `ConsumerEnd::popped` on
+    /// unlock.
     popped: usize,
-    /// A `pop` found the queue empty (the stub alone, no push half-way). Every caller stops
-    /// popping at the first `None`, so the queue is still about empty when the holder unlocks.
+    /// A `pop` found the queue empty (the stub alone, no push half-way), and nothing was
+    /// prepended since. Every caller stops popping at the first `None`, so the queue is still
+    /// about empty when the holder unlocks.
     drained: bool,
 }
 
@@ -295,7 +334,7 @@ impl Consumer<'_> {
         }
         if !next.is_null() {
             self.cursor = next;
-            self.popped += 1;
+            self.popped = self.popped.wrapping_add(1);
             return NonNull::new(node);
         }
         // `node` may be the last one. If a producer already moved `tail` past it but has not
@@ -309,7 +348,7 @@ impl Consumer<'_> {
         let stub_task = unsafe { NonNull::new_unchecked(stub) };
         let _ = self.queue.push(Batch::from(stub_task), false);
         // That push is counted in `pushed`; the stub is no task, so it counts as consumed.
-        self.popped += 1;
+        self.popped = self.popped.wrapping_add(1);
         // SAFETY: see above.
         next = unsafe { (*node).load_next(Ordering::Acquire) };
         if next.is_null() {
@@ -318,14 +357,34 @@ impl Consumer<'_> {
             return None;
         }
         self.cursor = next;
-        self.popped += 1;
+        self.popped = self.popped.wrapping_add(1);
         NonNull::new(node)
     }
 
-    /// [`Injector::len`], as seen by the lock holder (its own pops included).
+    /// Puts `batch` in front of the queue: the next pops return its tasks first, in order.
+    /// An internal push (accepted while the queue is closed). See the module docs,
+    /// "Prepending", for why the queue's states and invariants hold.
+    ///
+    /// Other consumers see the batch once this holder unlocks (its Release store of the
+    /// cursor), as any queued task; the caller wakes a worker for it if one should run it.
+    pub(crate) fn push_front(&mut self, batch: Batch) {
+        let (Some(first), Some(last), len) = (batch.head, batch.tail, batch.len) else { return };
+        let front = if self.cursor.is_null() { self.queue.stub_ptr() } else { self.cursor };
+        // Relaxed: only lock holders read the link, and the next one acquires it with the
+        // lock (the Release unlock in `drop`, the Acquire CAS in `try_lock`).
+        // SAFETY: the batch's tasks are ours (the batch owns them) and in no queue.
+        unsafe { last.as_ref().store_next(front, Ordering::Relaxed) };
+        self.cursor = first.as_ptr();
+        self.popped = self.popped.wrapping_sub(len);
+        self.drained = false;
+    }
+
+    /// [`Injector::len`], as seen by the lock holder (its own pops and prepends included).
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.queue.len().saturating_sub(self.popped)
+        // `popped` is below zero (wrapped) after a prepend; the answer is never below zero.
+        let queued = self.queue.len().wrapping_sub(self.popped);
+        if queued > usize::MAX / 2 { 0 } else { queued }
     }
 }
 
@@ -481,6 +540,94 @@ mod tests {
         assert_eq!(q.len(), 0, "popped 3 of 1: zero, not a wrapped huge count");
         q.push(batch_of(&ptrs[3..5]), true).unwrap();
         assert_eq!(q.len(), 2, "exact again after the empty queue's resynchronisation");
+    }
+
+    /// A prepended batch comes out first and in order, whatever the front node is: the stub
+    /// of an empty or a non-empty queue, a task, the last task; the queue keeps working after.
+    #[test]
+    fn push_front_comes_out_first() {
+        let q = Injector::new();
+        let ts = TestTasks::new(12);
+        // Onto a never-used queue (the cursor null, the stub alone): `try_lock` refuses it.
+        assert!(q.try_lock().is_none());
+        q.try_lock_even_empty().unwrap().push_front(batch_of(&ts[0..2]));
+        assert!(!q.is_empty());
+        assert!(!q.is_settled_empty());
+        assert!(q.has_ready());
+        assert_eq!(q.len(), 2);
+        // Onto queued tasks behind the stub.
+        q.push(batch_of(&ts[4..6]), true).unwrap();
+        {
+            let mut c = q.try_lock().unwrap();
+            assert_eq!(c.pop(), Some(ts[0]));
+            // The cursor is a task (ts[1]): the batch goes in front of it.
+            c.push_front(batch_of(&ts[2..4]));
+            assert_eq!(c.len(), 5);
+            for &t in &[ts[2], ts[3], ts[1], ts[4], ts[5]] {
+                assert_eq!(c.pop(), Some(t));
+            }
+            assert_eq!(c.pop(), None);
+        }
+        assert!(q.is_empty());
+        assert!(q.is_settled_empty());
+        assert_eq!(q.len(), 0);
+        // In front of the last task (its `next` null, `tail` at it), and after a drain.
+        q.push(batch_of(&ts[6..7]), true).unwrap();
+        {
+            let mut c = q.try_lock().unwrap();
+            c.push_front(batch_of(&ts[7..8]));
+            assert_eq!(c.pop(), Some(ts[7]));
+            assert_eq!(c.pop(), Some(ts[6]));
+            assert_eq!(c.pop(), None);
+            c.push_front(batch_of(&ts[8..9]));
+        }
+        assert_eq!(q.len(), 1, "a prepend after the drain is counted");
+        // A push behind the prepended task, then everything in order.
+        q.push(batch_of(&ts[9..10]), true).unwrap();
+        let mut c = q.try_lock().unwrap();
+        assert_eq!(c.pop(), Some(ts[8]));
+        assert_eq!(c.pop(), Some(ts[9]));
+        assert_eq!(c.pop(), None);
+        drop(c);
+        assert!(q.is_settled_empty());
+        // An empty batch changes nothing.
+        q.try_lock_even_empty().unwrap().push_front(Batch::new());
+        assert!(q.is_empty());
+        assert_eq!(q.len(), 0);
+    }
+
+    /// The empty-queue lock is a lock like `try_lock`: one holder at a time.
+    #[test]
+    fn try_lock_even_empty_excludes_other_holders() {
+        let q = Injector::new();
+        let ts = TestTasks::new(1);
+        let c = q.try_lock_even_empty().unwrap();
+        assert!(q.try_lock_even_empty().is_none());
+        q.push(batch_of(&ts[0..1]), true).unwrap();
+        assert!(q.try_lock().is_none(), "held");
+        assert!(!q.has_ready(), "held: the holder re-checks");
+        drop(c);
+        let mut c = q.try_lock().unwrap();
+        assert!(q.try_lock_even_empty().is_none());
+        assert_eq!(c.pop(), Some(ts[0]));
+    }
+
+    /// A closed queue takes a prepend (an internal push) and stays closed.
+    #[test]
+    fn push_front_on_a_closed_queue() {
+        let q = Injector::new();
+        let ts = TestTasks::new(2);
+        q.push(batch_of(&ts[1..2]), true).unwrap();
+        assert!(q.close());
+        q.try_lock_even_empty().unwrap().push_front(batch_of(&ts[0..1]));
+        assert!(q.is_closed());
+        let mut c = q.try_lock().unwrap();
+        assert_eq!(c.pop(), Some(ts[0]));
+        assert_eq!(c.pop(), Some(ts[1]));
+        assert_eq!(c.pop(), None);
+        drop(c);
+        assert!(q.is_closed());
+        assert!(q.is_settled_empty());
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //!   Slots are atomics, so a stale thief reading a slot the owner is rewriting is no data race;
 //!   its CAS then fails because `head` has moved.
 //! * On overflow the owner claims half of its own ring with the same CAS and hands it, with the
-//!   new task, to the injector as one batch, so the next 128 pushes are cheap again.
+//!   new task, to the injector as one batch, so the next 128 pushes are cheap again. The ring
+//!   was full, so the batch's tasks are those at indices `tail - CAPACITY` onwards, the oldest:
+//!   the worker sends those it had taken from the injector back to the injector's front, the
+//!   rest to its back (`Inner::spill`, `scheduler/worker.rs`, "Order").
 //!
 //! Order: FIFO for the owner and for thieves (both take from `head`). The LIFO order a worker
 //! wants for a task it has just woken is served by the LIFO slot in front of this ring, and
@@ -85,6 +88,19 @@ impl Ring {
         self.tail.load(Ordering::Relaxed)
     }
 
+    /// The owner's view of `head` and `tail`, for its bookkeeping of which tasks it took from
+    /// the injector (`WorkerContext`'s `injected_end`). `head` is loaded Relaxed: it may lag
+    /// behind thieves' claims (never behind the owner's own pops and overflows), and the
+    /// bookkeeping is a hint for order that tolerates that (no slot is read through it).
+    ///
+    /// # Safety
+    /// Called by the owning worker only.
+    #[inline]
+    pub(crate) unsafe fn owner_indices(&self) -> (u32, u32) {
+        // SAFETY: we are the owner (caller's contract).
+        (self.head.load(Ordering::Relaxed), unsafe { self.owner_tail() })
+    }
+
     /// Approximate number of queued tasks (exact when called by the owner with no thief active).
     #[inline]
     pub(crate) fn len(&self) -> u32 {
@@ -100,7 +116,8 @@ impl Ring {
     }
 
     /// Pushes a task at the tail; on a full ring, moves half of the ring plus `task` into the
-    /// returned batch, which the caller must hand to the injector.
+    /// returned batch, which the caller must hand to the injector: the tasks at indices
+    /// `tail - CAPACITY .. tail - CAPACITY / 2` in order (`tail` does not move), then `task`.
     ///
     /// # Safety
     /// Called by the owning worker only; `task` is exclusively the caller's (submission contract).

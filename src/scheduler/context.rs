@@ -5,8 +5,8 @@
 //! its *demand* word (the hungry and record flags). It lives on the heap, in the pool's list,
 //! until the pool is dropped. The **core** ([`WorkerContext`]) is what only the worker's own
 //! thread touches: the owner ends of those queues, the injector countdown, the LIFO streak,
-//! the adaptive interval, the stack of latent join frames, and the nesting bookkeeping of
-//! waits. It lives in the worker thread's
+//! the adaptive interval, where the tasks it took from the injector end in its ring, the stack
+//! of latent join frames, and the nesting bookkeeping of waits. It lives in the worker thread's
 //! entry frame (`worker_main`), for exactly as long as the thread runs the pool's loop.
 //!
 //! The type is the proof of ownership: `WorkerContext` is neither `Send` nor `Sync`, and the
@@ -103,6 +103,12 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
     pub(crate) lifo_streak: Cell<u32>,
+    /// Ring index one past the last task of the latest batch from the injector (`worker.rs`,
+    /// "Order"): the ring's tasks at indices `head..injected_end` came from the injector.
+    /// Read only through [`injected_left`](Self::injected_left) and
+    /// [`injected_in_overflow`](Self::injected_in_overflow), which reset it once it is behind
+    /// `head`.
+    injected_end: Cell<u32>,
     /// Set while this worker is parked (in the I/O driver or on a timer deadline): the tasks
     /// a dispatch there wakes are queued without a notification, and one is sent for all of
     /// them when the park is over (`sleep.rs`, `park`).
@@ -176,6 +182,7 @@ impl<S: Spawner> WorkerContext<S> {
             worker,
             tick: Cell::new(0),
             lifo_streak: Cell::new(0),
+            injected_end: Cell::new(0),
             in_park: Cell::new(false),
             interval: InjectorInterval::new(),
             stack_top,
@@ -237,6 +244,48 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn ring_pop(&self) -> Option<NonNull<Task>> {
         // SAFETY: as in `ring_push`: we are the ring's owner.
         unsafe { self.worker().ring.pop() }
+    }
+
+    /// Our ring's `head` and `tail` indices (`Ring::owner_indices`).
+    #[inline(always)]
+    fn ring_indices(&self) -> (u32, u32) {
+        // SAFETY: as in `ring_push`: we are the ring's owner.
+        unsafe { self.worker().ring.owner_indices() }
+    }
+
+    /// A batch from the injector was just pushed into our empty ring: it ends at the ring's
+    /// tail (`worker.rs`, "Order").
+    #[inline]
+    pub(crate) fn mark_injected(&self) {
+        self.injected_end.set(self.ring_indices().1);
+    }
+
+    /// Whether tasks of the latest batch from the injector are still at the front of our
+    /// ring. Thieves claiming from `head` shrink that run as the owner's pops do.
+    #[inline]
+    pub(crate) fn injected_left(&self) -> bool {
+        let (head, tail) = self.ring_indices();
+        let left = self.injected_end.get().wrapping_sub(head);
+        if left != 0 && left <= tail.wrapping_sub(head) {
+            return true;
+        }
+        // Used up (or stolen): keep the mark at `head`, so that it never wraps around into
+        // the ring again however many tasks pass before the next look.
+        self.injected_end.set(head);
+        false
+    }
+
+    /// How many of the first tasks of the batch that our full ring just returned
+    /// (`ring_push`'s `Err`) came from the injector. That batch holds the ring's tasks from
+    /// index `tail - CAPACITY` (`Ring::push`), so the count is where the mark falls in it;
+    /// the mark is then reset to the end of the claimed run, which is gone from the ring.
+    #[inline]
+    pub(crate) fn injected_in_overflow(&self) -> usize {
+        use crate::queue::ring::CAPACITY;
+        let claimed = self.ring_indices().1.wrapping_sub(CAPACITY);
+        let injected = self.injected_end.get().wrapping_sub(claimed);
+        self.injected_end.set(claimed.wrapping_add(CAPACITY / 2));
+        if injected <= CAPACITY / 2 { injected as usize } else { 0 }
     }
 
     /// Steals half of `victim`'s ring into ours.

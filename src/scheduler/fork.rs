@@ -30,6 +30,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # Safety
     /// In a child after `fork`, with no other use of this pool in progress in the child (no
     /// reference into its state is live).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
         let old = self.inner();
         let config = Config { max_threads: old.max_threads as usize, stack_size: old.stack_size, idle_spins: old.idle_spins };
@@ -43,6 +44,7 @@ impl<S: Spawner> ThreadPool<S> {
 
     /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
     /// parent's queued tasks are never run.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn close_inherited(&self) {
         self.inner().injector.close();
     }

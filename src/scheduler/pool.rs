@@ -148,6 +148,12 @@ impl<S: Spawner> ThreadPool<S> {
     /// From one of this pool's threads, the task goes to that thread's own queue (no shared
     /// write on the fast path); from any other thread, to the pool's injector.
     ///
+    /// Order: a pool with one thread (`max_threads == 1`) starts the tasks submitted from
+    /// outside it in submission order (each submitting thread's order when several submit).
+    /// A task's own submits are not ordered against them (a LIFO submit may run first), and a
+    /// task that waits through the pool may run later tasks inside its wait. With several
+    /// threads, tasks run in parallel and no order is promised.
+    ///
     /// # Errors
     /// [`Error::Shutdown`] after `shutdown` began (from outside the pool's threads),
     /// [`Error::Spawn`] if the pool has no thread and cannot start one. On error the task was

@@ -4,9 +4,10 @@
 //! injector interval):
 //!
 //! 0. every *interval*th search starts at the injector, so work injected from outside is not
-//!    starved by a worker whose own queue never runs dry. The interval adapts to how long the
-//!    worker's polls take (`interval.rs`: about 1 ms of work between checks, 8 to 127
-//!    searches; 61 on a platform without a clock);
+//!    starved by a worker whose own queue never runs dry, unless the front of its ring still
+//!    holds tasks of its last batch from the injector (older than anything left there: see
+//!    "Order"). The interval adapts to how long the worker's polls take (`interval.rs`: about
+//!    1 ms of work between checks, 8 to 127 searches; 61 on a platform without a clock);
 //! 1. its LIFO slot (the newest task scheduled with [`ThreadPool::submit_lifo`], cache-hot),
 //!    at most [`MAX_LIFO_STREAK`] times in a row, after which the slot's task moves to the back
 //!    of the ring so the ring's older tasks run;
@@ -20,6 +21,32 @@
 //!
 //! Before 3, a worker pops its own join deque (newest first): non-empty only while one of its
 //! tasks waits inside a `join` or for a latch over forks, or after a task forked and returned.
+//!
+//! # Order
+//! A pool with one worker starts the tasks submitted from outside in submission order (per
+//! submitting thread). They reach the worker only through the injector, which is FIFO: one at
+//! a time (steps 0 and 3, run at once) or as a batch into its empty ring (step 3, at most
+//! `MAX_BATCH - 1` tasks behind the one it runs). After a batch, the worker's context records
+//! the ring index where it ends (`WorkerContext::injected_left`), so the ring's tasks from the
+//! injector are known to be a prefix of the ring, older than every task left in the injector.
+//! Two places would otherwise let newer outside work pass them:
+//! * step 0 skips the injector while that prefix is not used up: the ring's front is then the
+//!   oldest outside work, and the next pops run it (the LIFO slot runs at most
+//!   [`MAX_LIFO_STREAK`] tasks before the ring gets a turn, so the skip lasts at most about
+//!   half a ring of pops); it then takes from the injector as before, so work from outside
+//!   keeps its share beside a worker's own tasks;
+//! * an overflow claims the ring's oldest half, which holds the whole prefix (fewer than half
+//!   a ring): `spill` sends the prefix back to the injector's *front*
+//!   (`Consumer::push_front`) and the rest (the worker's own tasks and the new one) to its
+//!   back. The front needs the injector's consumer lock, which no other thread takes while a
+//!   pool has one worker (the worker alone searches it; shutdown's last drain runs after the
+//!   workers were joined). With several workers, where no order is promised, a spill that
+//!   finds the lock held sends everything to the back.
+//!
+//! The bookkeeping adds nothing per task: a store per batch, a subtraction per step-0 search
+//! and per overflow. Local submits go to the ring's back or the LIFO slot, so a task's own
+//! submits may run before outside tasks only through the LIFO slot. A task that waits through
+//! the pool may run later tasks inside its wait: the promise is about starts.
 //!
 //! # One waiting loop
 //! [`Inner::run_until`] is the worker's loop and every wait on a worker (a stolen join half, a
@@ -427,8 +454,11 @@ impl<S: Spawner> Inner<S> {
         if tick == 0 {
             // The end of an interval window: one clock read, the interval retuned.
             cx.tick.set(cx.end_interval_window() - 1);
-            if let Some(found) = self.take_from_injector(cx) {
-                return Some(found);
+            // Not ahead of older outside work in our ring (module docs, "Order").
+            if !cx.injected_left() {
+                if let Some(found) = self.take_from_injector(cx) {
+                    return Some(found);
+                }
             }
         } else {
             cx.tick.set(tick - 1);
@@ -513,15 +543,25 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn push_ring(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
         if let Err(overflow) = cx.ring_push(task) {
-            self.spill(overflow);
+            self.spill(cx, overflow);
         }
     }
 
-    /// Out of line, so the inlined `push_ring` (the yield path) stays a few instructions.
+    /// The overflow of our full ring goes to the injector: the tasks it had taken from the
+    /// injector back to the front, the rest to the back (module docs, "Order"). Internal
+    /// pushes: accepted even while shutting down (part of queued work). Out of line, so the
+    /// inlined `push_ring` (the yield path) stays a few instructions.
     #[cold]
     #[inline(never)]
-    fn spill(&self, overflow: crate::task::Batch) {
-        // Internal push: accepted even while shutting down (part of queued work).
+    fn spill(&self, cx: &WorkerContext<S>, mut overflow: crate::task::Batch) {
+        let injected = cx.injected_in_overflow();
+        if injected > 0 {
+            if let Some(mut consumer) = self.injector.try_lock_even_empty() {
+                consumer.push_front(overflow.split_front(injected));
+                drop(consumer);
+                self.after_injector_unlock();
+            }
+        }
         let _ = self.injector.push(overflow, false);
     }
 
@@ -634,28 +674,36 @@ impl<S: Spawner> Inner<S> {
                 debug_assert!(pushed.is_ok());
                 moved += 1;
             }
+            if moved > 0 {
+                // The ring was empty: all of it is from the injector (module docs, "Order").
+                cx.mark_injected();
+            }
             (first, moved > 0)
         });
         drop(consumer);
         if found.is_some() {
             me.stats.injector_fetches.bump_owned();
         }
-        // The try-lock hand-off: while we held the consumer end, a worker that had consumed a
-        // notification (and so must see the notified push) may have failed `try_lock` and gone
-        // to sleep, trusting us to see the work; but we are not synchronised with that push
-        // and may have read a stale, empty queue. So after unlocking: SeqCst fence, re-check,
-        // and notify if a task is ready. Either that worker's `try_lock` (after its own fence,
-        // in `wait_or`) saw our unlock and took the lock itself, or our re-check (after this
-        // fence) sees every push it was obliged to see. `has_ready` ignores a half-linked push
-        // (its pusher notifies after linking) and a lock taken since (that holder re-checks in
-        // turn): notifying for those made two workers spin on each other's notifications
-        // until the pusher ran (loom). (Found by `c_tests/stress.c`'s burst test;
-        // `scheduler/README.md` has the argument.)
+        self.after_injector_unlock();
+        found
+    }
+
+    /// The try-lock hand-off, after every unlock of the injector's consumer end by a worker:
+    /// while we held it, a worker that had consumed a notification (and so must see the
+    /// notified push) may have failed `try_lock` and gone to sleep, trusting us to see the
+    /// work; but we are not synchronised with that push and may have read a stale, empty
+    /// queue. So after unlocking: SeqCst fence, re-check, and notify if a task is ready.
+    /// Either that worker's `try_lock` (after its own fence, in `wait_or`) saw our unlock and
+    /// took the lock itself, or our re-check (after this fence) sees every push it was obliged
+    /// to see. `has_ready` ignores a half-linked push (its pusher notifies after linking) and a
+    /// lock taken since (that holder re-checks in turn): notifying for those made two workers
+    /// spin on each other's notifications until the pusher ran (loom). (Found by
+    /// `c_tests/stress.c`'s burst test; `scheduler/README.md` has the argument.)
+    fn after_injector_unlock(&self) {
         fence(Ordering::SeqCst);
         if self.injector.has_ready() {
             self.notify(false);
         }
-        found
     }
 }
 
@@ -669,7 +717,9 @@ enum Found {
     Bounded,
 }
 
-/// Most tasks a batch from the injector takes: half a ring. (Design text 003 says 64: with 64,
+/// Most tasks a batch from the injector takes: half a ring. One of them runs at once, so at
+/// most `MAX_BATCH - 1` go into the ring: fewer than the half that an overflow claims, which
+/// therefore holds all of them that are left ("Order"). (Design text 003 says 64: with 64,
 /// `spawn_batch` took 12–13 ns per task on 2 workers against 7–12 ns with 128, the same
 /// harness alternating the two builds; `spawn_remote` and `multi_producer` did not move.)
 pub(crate) const MAX_BATCH: u32 = CAPACITY / 2;
