@@ -10,7 +10,7 @@ use crate::latch::Signal;
 use crate::panic::{catch, resume, Panic};
 use crate::platform::Spawner;
 use crate::scheduler::job::JobHeader;
-use crate::scheduler::worker::Until;
+use crate::scheduler::job::Until;
 use crate::scheduler::{Inner, WorkerContext};
 use crate::sync::UnsafeCell;
 use crate::task::Task;

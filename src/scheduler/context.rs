@@ -441,7 +441,7 @@ impl<S: Spawner> WorkerContext<S> {
     /// unless a thief wanted a fork). If the signal is still not set and a latent task frame
     /// is left (under a job frame, which only its join may pop), every latent frame goes to
     /// the join deque before the loop, where this wait and other workers find them.
-    pub(crate) fn wait_until(&self, until: super::worker::Until<'_>) {
+    pub(crate) fn wait_until(&self, until: super::job::Until<'_>) {
         self.run_latent_forks(|| !until.signal.is_set());
         if until.signal.is_set() {
             return;
@@ -460,7 +460,7 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn wait_for_latch(&self, latch: &crate::CountLatch) {
         self.run_latent_forks(|| !latch.only_open());
         if let Some(signal) = latch.close() {
-            self.wait_until(super::worker::Until { signal, thief: None });
+            self.wait_until(super::job::Until { signal, thief: None });
         }
     }
 

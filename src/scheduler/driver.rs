@@ -10,7 +10,7 @@ use super::ThreadPool;
 use crate::error::Error;
 use crate::io::Driver;
 use crate::platform::Spawner;
-use crate::sync::{fence, AtomicBool, AtomicPtr, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicPtr, Backoff, Ordering};
 
 /// The pool's installed driver (at most one, set once), the lock around `poll` / `park`, and
 /// whether the pool shut down (its driver is told once, however installing and shutting down
@@ -104,15 +104,15 @@ impl DriverSlot {
 
     /// The lock, waiting for a tick end's `poll` to finish (the timer parker's `park`). The
     /// holder may be preempted mid-poll (more threads than cores), so the wait spins a little,
-    /// then sleeps in short steps on `parker` (`worker::backoff`) instead of spinning through
+    /// then sleeps in short steps on `parker` (`sync::Backoff`) instead of spinning through
     /// the holder's lost time slice. A wake aimed at the caller meanwhile is not lost: it holds
     /// the timer-parker role, so its waker unparks the driver too, and the `park` it enters
     /// next returns at once.
     pub(crate) fn lock<P: crate::Parker>(&self, parker: &P) -> Option<DriverGuard<'_>> {
         let driver = self.get()?;
-        let mut spins = 0;
+        let mut backoff = Backoff::new(50, 50);
         while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            crate::scheduler::worker::backoff(parker, &mut spins);
+            backoff.snooze(parker);
         }
         Some(DriverGuard { slot: self, driver })
     }

@@ -12,7 +12,6 @@ use core::ptr::NonNull;
 
 use super::context::WorkerContext;
 use super::Inner;
-use super::worker::Until;
 use crate::latch::Signal;
 use crate::platform::Spawner;
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
@@ -106,4 +105,13 @@ impl JobHeader {
         }
         cx
     }
+}
+
+/// What a wait waits for: a signal, and, when it is a stolen join half's, the worker that stole
+/// it (whose join deque holds the forks of that half: related work, "leapfrogging").
+#[derive(Clone, Copy)]
+pub(crate) struct Until<'a> {
+    pub(crate) signal: &'a Signal,
+    /// Index of the worker running the awaited job, if known.
+    pub(crate) thief: Option<usize>,
 }

@@ -31,11 +31,14 @@ pub(crate) mod interval;
 pub(crate) mod job;
 mod park;
 mod pool;
+mod run;
+mod search;
 pub(crate) mod sleep;
 mod spawn;
 pub(crate) mod timers;
 pub(crate) mod stats;
 pub(crate) mod sync_word;
+mod thread;
 pub(crate) mod worker;
 
 pub use config::{Config, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS};

@@ -10,11 +10,11 @@ use super::context::WorkerContext;
 use super::inner::Inner;
 use super::config::Config;
 use super::sync_word::State;
-use super::worker::{self, Until};
+use super::job::Until;
 use crate::error::Error;
 use crate::fallible::try_box;
-use crate::platform::{Parker, Spawner};
-use crate::sync::Ordering;
+use crate::platform::Spawner;
+use crate::sync::{Backoff, Ordering};
 use crate::task::{Batch, Task};
 
 /// A work-stealing thread pool, generic over its platform.
@@ -359,16 +359,9 @@ impl<S: Spawner> ThreadPool<S> {
         }
         let inner = self.inner();
         let parker = inner.spawner.new_parker();
-        let mut pause_us = 1;
+        let mut backoff = Backoff::new(8, 1_000);
         while !inner.is_idle() {
-            if pause_us < 8 {
-                for _ in 0..64 {
-                    crate::sync::spin_hint();
-                }
-            } else {
-                parker.park_timeout(core::time::Duration::from_micros(pause_us));
-            }
-            pause_us = (pause_us * 2).min(1_000);
+            backoff.snooze(&parker);
         }
         Ok(())
     }
@@ -457,7 +450,7 @@ impl<S: Spawner> ThreadPool<S> {
         // it was accepted concurrently with shutdown. (Waiting for the link on the workers
         // instead would need a spin on plain loads, which loom shows may never end under the
         // memory model; here `join_all` has synchronised with every worker first.)
-        let mut spins = 0;
+        let mut backoff = Backoff::new(50, 50);
         loop {
             if let Some(mut consumer) = inner.injector.try_lock() {
                 if let Some(task) = consumer.pop() {
@@ -471,7 +464,7 @@ impl<S: Spawner> ThreadPool<S> {
             if inner.injector.is_settled_empty() {
                 break;
             }
-            worker::backoff(&inner.join_parker, &mut spins);
+            backoff.snooze(&inner.join_parker);
         }
         // The last access to `inner`: a dropper waiting in `Drop` may free it from here.
         finishing.finish();

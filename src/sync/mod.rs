@@ -17,6 +17,9 @@ pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, Atomic
 
 pub(crate) use core::sync::atomic::Ordering;
 
+mod backoff;
+pub(crate) use backoff::Backoff;
+
 /// A spin-loop hint (loom: a yield point, so spinning models terminate).
 #[inline]
 pub(crate) fn spin_hint() {

@@ -1,0 +1,39 @@
+//! [`Backoff`]: waiting for another thread to make progress that no signal announces (a push
+//! half-linked, a lock held, a pool not idle yet): spin a little, then sleep on the caller's
+//! parker in steps that grow, so a host without preemption still lets the other thread run
+//! and a long wait costs no CPU.
+
+use core::time::Duration;
+
+use crate::platform::Parker;
+
+/// Spin-loop hints before the first sleep. 0 under loom, where a spin is a yield already and
+/// one per round keeps the models' branch counts bounded.
+const SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
+
+/// The state of one wait: how many rounds it spun, and its next sleep.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    spins: u32,
+    sleep_us: u64,
+    max_us: u64,
+}
+
+impl Backoff {
+    /// A wait whose sleeps start at `first_us` microseconds and double up to `max_us`.
+    pub(crate) const fn new(first_us: u64, max_us: u64) -> Self {
+        Self { spins: 0, sleep_us: first_us, max_us }
+    }
+
+    /// One round: a spin-loop hint for the first rounds, then a sleep on `parker` (the calling
+    /// thread's own: an unpark meant for it only ends a sleep early).
+    pub(crate) fn snooze<P: Parker>(&mut self, parker: &P) {
+        if self.spins < SPINS {
+            self.spins += 1;
+            super::spin_hint();
+            return;
+        }
+        parker.park_timeout(Duration::from_micros(self.sleep_us));
+        self.sleep_us = (self.sleep_us * 2).min(self.max_us);
+    }
+}
