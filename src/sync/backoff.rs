@@ -30,7 +30,7 @@ impl Backoff {
     pub(crate) fn snooze<P: Parker>(&mut self, parker: &P) {
         if self.spins < SPINS {
             self.spins += 1;
-            super::spin_hint();
+            super::hint::spin_hint();
             return;
         }
         parker.park_timeout(Duration::from_micros(self.sleep_us));

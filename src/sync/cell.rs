@@ -1,0 +1,30 @@
+//! [`UnsafeCell`] with loom's closure-based access interface, on every build.
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// `core::cell::UnsafeCell` with loom's closure-based access interface.
+#[cfg(not(loom))]
+#[derive(Debug)]
+#[repr(transparent)]
+pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    #[inline]
+    pub(crate) const fn new(value: T) -> Self {
+        Self(core::cell::UnsafeCell::new(value))
+    }
+
+    /// Shared access through a raw pointer; the caller's closure upholds aliasing.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Exclusive access through a raw pointer; the caller's closure upholds aliasing.
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
