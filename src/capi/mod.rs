@@ -7,7 +7,7 @@
 //!   returns `POOL_ERR_PANIC`; `void` functions swallow it);
 //! * states in its doc comment who owns what.
 //!
-//! The C `struct task` is [`CTask`]; it has the layout of [`Task`] (asserted below), so a
+//! The C `struct task` is [`CTask`]; it has the layout of [`Task`](crate::Task) (asserted in `task.rs`), so a
 //! `struct task *` is handed to the core as a `*mut Task` without conversion.
 #![allow(non_camel_case_types)]
 

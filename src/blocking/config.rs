@@ -1,0 +1,70 @@
+//! [`BlockingConfig`]: how to build a [`BlockingPool`](super::BlockingPool).
+
+use core::time::Duration;
+
+
+
+/// A monotonic clock: nanoseconds since any fixed point (see the module docs).
+pub(crate) type Clock = fn() -> u64;
+
+/// How to build a [`BlockingPool`](super::BlockingPool).
+///
+/// ```
+/// use pool::BlockingConfig;
+/// use std::time::Duration;
+/// let config = BlockingConfig { max_threads: 64, keep_alive: Duration::from_millis(500), ..Default::default() };
+/// assert_eq!(BlockingConfig::default().max_threads, 512);
+/// # let _ = config;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BlockingConfig {
+    /// Most threads the pool runs at once: 1 to [`BlockingConfig::MAX_THREADS`]; 0 means the
+    /// default (512). One slot (a state word and a parker) per thread is allocated up front.
+    pub max_threads: usize,
+    /// How long an idle thread waits for work before it exits. Zero: it exits as soon as it
+    /// finds no work.
+    pub keep_alive: Duration,
+    /// Stack size of each thread in bytes; 0 means the platform default: for `ThreadSpawner`,
+    /// Rust std's (2 MiB, or `RUST_MIN_STACK`), not pthread's (the C API's `stack_size = 0`
+    /// means pthread's default instead).
+    pub stack_size: usize,
+    /// A monotonic clock in nanoseconds since any fixed point: it tells a keep-alive timeout
+    /// from a spurious return of `park_timeout` (module docs). `Default` supplies one with
+    /// `std` (`Instant`), none without.
+    pub clock: Option<fn() -> u64>,
+}
+
+impl BlockingConfig {
+    /// The default cap (the design text's 512).
+    pub const DEFAULT_MAX_THREADS: usize = 512;
+    /// The largest cap accepted.
+    pub const MAX_THREADS: usize = 1 << 16;
+    /// The default keep-alive (the design text's 10 s).
+    pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
+}
+
+impl Default for BlockingConfig {
+    fn default() -> Self {
+        Self {
+            max_threads: Self::DEFAULT_MAX_THREADS,
+            keep_alive: Self::DEFAULT_KEEP_ALIVE,
+            stack_size: 0,
+            clock: default_clock(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+fn default_clock() -> Option<Clock> {
+    fn std_clock() -> u64 {
+        static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let base = *BASE.get_or_init(std::time::Instant::now);
+        u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+    Some(std_clock)
+}
+
+#[cfg(not(feature = "std"))]
+fn default_clock() -> Option<Clock> {
+    None
+}

@@ -1,0 +1,65 @@
+//! The blocking pool's counts word ([`Counts`]): live threads against the cap, and the
+//! `SHUTDOWN` and `SPAWNING` flags, in one `usize`.
+
+use core::fmt;
+
+/// The counts word: live threads (including one being started) and two flags.
+///
+/// ```text
+///  bit  usize::BITS-1   SHUTDOWN   set once by shutdown; no thread starts after it
+///  bit  usize::BITS-2   SPAWNING   a thread is being started (at most one at a time)
+///  bits 0 ..            threads    threads counted against the cap
+/// ```
+///
+/// A thread's place is reserved (`threads + 1`) with a compare-and-swap *before* it is
+/// started, and released when it leaves or its start fails, so `threads <= cap` always.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Counts(pub(super) usize);
+
+impl Counts {
+    pub(super) const SHUTDOWN: usize = 1 << (usize::BITS - 1);
+    pub(super) const SPAWNING: usize = 1 << (usize::BITS - 2);
+    pub(super) const THREADS_MASK: usize = Self::SPAWNING - 1;
+    pub(super) const ONE_THREAD: usize = 1;
+
+    #[inline]
+    pub(super) fn threads(self) -> usize {
+        self.0 & Self::THREADS_MASK
+    }
+
+    #[inline]
+    pub(super) fn shutdown(self) -> bool {
+        self.0 & Self::SHUTDOWN != 0
+    }
+
+    #[inline]
+    pub(super) fn spawning(self) -> bool {
+        self.0 & Self::SPAWNING != 0
+    }
+}
+
+impl fmt::Debug for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Counts")
+            .field("raw", &format_args!("{:#x}", self.0))
+            .field("threads", &self.threads())
+            .field("spawning", &self.spawning())
+            .field("shutdown", &self.shutdown())
+            .finish()
+    }
+}
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Counts;
+
+    #[test]
+    pub(super) fn counts_fields_do_not_overlap() {
+        assert_eq!(Counts::SHUTDOWN & Counts::SPAWNING, 0);
+        assert_eq!(Counts::SHUTDOWN & Counts::THREADS_MASK, 0);
+        assert_eq!(Counts::SPAWNING & Counts::THREADS_MASK, 0);
+        let c = Counts(Counts::SHUTDOWN | Counts::SPAWNING | 7);
+        assert!(c.shutdown() && c.spawning());
+        assert_eq!(c.threads(), 7);
+        const { assert!(crate::BlockingConfig::MAX_THREADS < Counts::THREADS_MASK) };
+    }
+}

@@ -1,0 +1,103 @@
+//! A blocking pool after `fork()`, in the child: reset in place (the global pool) or closed and
+//! freed as far as that is safe (an inherited C pool). The rules are the scheduler's
+//! (`scheduler/fork.rs`).
+
+use core::ptr::{self};
+
+use alloc::boxed::Box;
+
+use crate::error::Error;
+use crate::platform::Spawner;
+use crate::sync::Ordering;
+
+use super::config::BlockingConfig;
+use super::counts::Counts;
+use super::inner::Inner;
+use super::pool::BlockingPool;
+
+impl<S: Spawner> Inner<S> {
+    // ----------------------------------------------------------------------------------------
+    // After fork (see `scheduler/fork.rs` for the rules)
+
+    /// Writes a fresh state (same configuration, threads on `spawner`) over the one at `raw`,
+    /// in the child after a fork; the old one (the parent's queue and spawner) is kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`, with no other use of this pool in progress in the child.
+    #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
+        // SAFETY: the caller's contract: a valid state that nothing else reads now.
+        let old = unsafe { &*raw };
+        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size, clock: old.clock };
+        let fresh = Self::build(config, spawner)?;
+        // SAFETY: as above; the old value is moved out and kept, never dropped.
+        let old = unsafe { ptr::replace(raw, fresh) };
+        crate::keep::keep(old);
+        // SAFETY: as above.
+        unsafe { Self::point_slots_at(raw) };
+        Ok(())
+    }
+
+    /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
+    /// parent's queued tasks are never run.
+    #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn close_inherited(&self) {
+        self.queue.close();
+        self.counts.fetch_or(Counts::SHUTDOWN, Ordering::AcqRel);
+    }
+
+    /// Frees the tables and the memory of a pool inherited through `fork`, without shutting
+    /// down; its spawner and parkers (they may hold the parent's locks) are kept unused.
+    ///
+    /// # Safety
+    /// In a child after `fork`; `raw` came from `new` and nothing else uses it.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(raw: *mut Inner<S>) {
+        // SAFETY: from `new` (a leaked box); `ManuallyDrop` has the same layout, so dropping
+        // this box frees the memory without running the fields' destructors.
+        let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
+        // The slots hold parkers: kept with the spawner and the join parker, never dropped.
+        crate::keep::keep(core::mem::take(&mut inner.slots));
+        drop(core::mem::take(&mut inner.idle_map));
+        // SAFETY: moved out once from memory that is freed without dropping its fields.
+        crate::keep::keep(unsafe { ptr::read(&inner.join_parker) });
+        // SAFETY: as above.
+        crate::keep::keep(unsafe { ptr::read(&inner.spawner) });
+    }
+}
+
+impl<S: Spawner> BlockingPool<S> {
+    /// In the child after a fork: a fresh state over this pool's (`Inner::reset_after_fork`).
+    ///
+    /// # Safety
+    /// As `Inner::reset_after_fork`.
+    #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
+        // SAFETY: forwarded contract; `inner` is this pool's live state.
+        unsafe { Inner::reset_after_fork(self.inner.as_ptr(), spawner) }
+    }
+
+    /// In the child after a fork: every submit is refused from here on.
+    #[cfg(feature = "std")]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn close_inherited(&self) {
+        self.inner().close_inherited();
+    }
+
+    /// In the child after a fork: frees what can be freed, without shutting down.
+    ///
+    /// # Safety
+    /// As `Inner::free_inherited`; `self` is the only handle.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn free_inherited(self) {
+        let raw = self.inner.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: forwarded contract.
+        unsafe { Inner::free_inherited(raw) };
+    }
+}
