@@ -28,7 +28,7 @@ use super::platform::CSpawner;
 use super::status::pool_status::*;
 use super::pool::{borrow, CPool, Pool};
 use super::status::{boundary, status, status_on};
-use crate::join::fn_job::{self, FnJob};
+use crate::join::fn_job::{self, fork_fn_fast, join_fn_fast, FnJob};
 use crate::scheduler::frame::FrameStack;
 use crate::scheduler::context::ContextHead;
 use crate::{ThreadPool, ThreadSpawner, WorkerContext};
@@ -166,12 +166,12 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
         let head = ContextHead::of(worker.cast());
         match op {
             JobOp::Fork => {
-                if let Some(forked) = head.fork_fn_fast(job) {
+                if let Some(forked) = fork_fn_fast(head, job) {
                     return status(forked) as c_int;
                 }
             }
             JobOp::Join => {
-                if head.join_fn_fast(job, worker.as_ptr().cast_const().cast()) {
+                if join_fn_fast(job, worker.as_ptr().cast_const().cast()) {
                     return POOL_OK as c_int;
                 }
             }

@@ -1,5 +1,5 @@
 //! Fork-join with plain functions: a [`FnJob`] is forked and joined through a worker context
-//! passed down by hand ([`ContextHead::fork_fn_fast`] then [`WorkerContext::fork_fn_slow`], and
+//! passed down by hand ([`fork_fn_fast`] then [`WorkerContext::fork_fn_slow`], and
 //! the same for the join). This is the
 //! C API's `struct pool_job` with `pool_worker_fork` / `pool_worker_join`: the same latent
 //! path as [`WorkerContext::join`], for callers that cannot hand the pool a closure.
@@ -116,53 +116,53 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
     unsafe { header.signal().set() };
 }
 
-/// The fast paths of a fork and a join, which need no platform type (the C API takes them
-/// before it finds out which kind of pool the worker belongs to).
-impl ContextHead {
-    /// A fork that records nothing (the record flag is clear: the latent supply is full and
-    /// no worker is hungry): `Some` with the fork's result if that is all there was to do.
-    ///
-    /// # Safety
-    /// As [`WorkerContext::fork_fn_slow`], on this context's thread.
-    #[inline(always)]
-    pub(crate) unsafe fn fork_fn_fast(&self, job: NonNull<FnJob>) -> Option<Result<(), Error>> {
-        let j = job.as_ptr();
-        // SAFETY: live and ours (the caller's contract); fields read and written in place.
-        unsafe {
-            if (*j).run.is_none() {
-                return Some(Err(Error::InvalidArgument));
-            }
-            if !self.frames.must_record() {
-                (*j).mode = INLINE;
-                return Some(Ok(()));
-            }
-        }
-        None
-    }
+// The fast paths of a fork and a join, which need no platform type (the C API takes them
+// before it finds out which kind of pool the worker belongs to): functions of the context's
+// platform-independent head.
 
-    /// The join of a job that was not recorded: runs it here (with `worker`, this context)
-    /// and returns true; false for any other job.
-    ///
-    /// # Safety
-    /// As [`WorkerContext::join_fn_slow`]; `worker` points to this head's context.
-    #[inline(always)]
-    pub(crate) unsafe fn join_fn_fast(&self, job: NonNull<FnJob>, worker: *const ()) -> bool {
-        let j = job.as_ptr();
-        // SAFETY: live, its mode is ours (the caller's contract); an `INLINE` job was forked
-        // with a function and never left this thread: this is its one run.
-        unsafe {
-            if (*j).mode != INLINE {
-                return false;
-            }
-            (*j).mode = IDLE;
-            call(job, worker);
+/// A fork that records nothing (the record flag is clear: the latent supply is full and
+/// no worker is hungry): `Some` with the fork's result if that is all there was to do.
+///
+/// # Safety
+/// As [`WorkerContext::fork_fn_slow`], on this context's thread.
+#[inline(always)]
+pub(crate) unsafe fn fork_fn_fast(head: &ContextHead, job: NonNull<FnJob>) -> Option<Result<(), Error>> {
+    let j = job.as_ptr();
+    // SAFETY: live and ours (the caller's contract); fields read and written in place.
+    unsafe {
+        if (*j).run.is_none() {
+            return Some(Err(Error::InvalidArgument));
         }
-        true
+        if !head.frames.must_record() {
+            (*j).mode = INLINE;
+            return Some(Ok(()));
+        }
     }
+    None
+}
+
+/// The join of a job that was not recorded: runs it here (with `worker`, this context)
+/// and returns true; false for any other job.
+///
+/// # Safety
+/// As [`WorkerContext::join_fn_slow`]; `worker` points to the calling worker's context.
+#[inline(always)]
+pub(crate) unsafe fn join_fn_fast(job: NonNull<FnJob>, worker: *const ()) -> bool {
+    let j = job.as_ptr();
+    // SAFETY: live, its mode is ours (the caller's contract); an `INLINE` job was forked
+    // with a function and never left this thread: this is its one run.
+    unsafe {
+        if (*j).mode != INLINE {
+            return false;
+        }
+        (*j).mode = IDLE;
+        call(job, worker);
+    }
+    true
 }
 
 impl<S: Spawner> WorkerContext<S> {
-    /// Forks `job`, once [`ContextHead::fork_fn_fast`] returned `None` (the job has a
+    /// Forks `job`, once [`fork_fn_fast`] returned `None` (the job has a
     /// function, and the record flag is set): records it as a latent frame (promoting the
     /// oldest if a worker is hungry); its function will run exactly
     /// once, before the join for it returns: inline at that join, or on a worker that asked
@@ -306,14 +306,14 @@ mod tests {
     /// A whole fork: the fast path, then the rest (as the C API does).
     unsafe fn fork(cx: &Cx, job: NonNull<FnJob>) -> Result<(), Error> {
         // SAFETY: the caller's contract.
-        unsafe { cx.head.fork_fn_fast(job).unwrap_or_else(|| cx.fork_fn_slow(job)) }
+        unsafe { fork_fn_fast(&cx.head, job).unwrap_or_else(|| cx.fork_fn_slow(job)) }
     }
 
     /// A whole join: the fast path, then the rest.
     unsafe fn join(cx: &Cx, job: NonNull<FnJob>) -> Result<(), Error> {
         // SAFETY: the caller's contract; the worker is `cx`.
         unsafe {
-            if cx.head.join_fn_fast(job, ptr::from_ref(cx).cast()) {
+            if join_fn_fast(job, ptr::from_ref(cx).cast()) {
                 return Ok(());
             }
             cx.join_fn_slow(job)

@@ -56,10 +56,12 @@ use core::ptr::{self, NonNull};
 
 use super::interval::InjectorInterval;
 use super::worker::Worker;
-use super::{Inner, ThreadPool};
+use super::handle::ThreadPool;
+use super::inner::Inner;
 use super::frame::FrameStack;
 use super::job::JobHeader;
 use crate::platform::Spawner;
+use crate::sync::Ordering;
 use crate::task::Task;
 
 /// A worker's own thread-only state, and the handle that code running on the worker uses to
@@ -517,5 +519,25 @@ impl<S: Spawner> Inner<S> {
         // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
         // this thread's (the slot is thread-local) and outlives this call (see above).
         Some(unsafe { &*cx.cast::<WorkerContext<S>>() })
+    }
+}
+
+impl JobHeader {
+    /// The runner of a queued job starts: the worker context of its pool on this thread, if
+    /// this thread is one of that pool's workers, which is recorded as the job's thief.
+    ///
+    /// # Safety
+    /// The job was offered, with a null pool or the live pool (`Inner<S>`) whose worker
+    /// queued it (that worker waits for the job before its pool can go away).
+    #[inline]
+    pub(crate) unsafe fn begin_run<'a, S: Spawner>(&self) -> Option<&'a WorkerContext<S>> {
+        // SAFETY: the caller's contract.
+        let offered = unsafe { self.offered() };
+        // SAFETY: as above.
+        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
+        if let Some(cx) = cx {
+            offered.thief.store(cx.index() + 1, Ordering::Relaxed);
+        }
+        cx
     }
 }

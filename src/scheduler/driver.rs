@@ -6,10 +6,8 @@
 use alloc::boxed::Box;
 use core::fmt;
 
-use super::ThreadPool;
 use crate::error::Error;
 use crate::io::Driver;
-use crate::platform::Spawner;
 use crate::sync::{fence, AtomicBool, AtomicPtr, Backoff, Ordering};
 
 /// The pool's installed driver (at most one, set once), the lock around `poll` / `park`, and
@@ -120,7 +118,7 @@ impl DriverSlot {
     /// Installs `driver`. `Err(Error::AlreadyStarted)` if one is installed (the new one is
     /// dropped); `Err(Error::Shutdown)` if the pool shut down first (it stays installed, and
     /// has been told).
-    fn set(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
+    pub(super) fn set(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
         let boxed = Box::into_raw(Box::new(driver));
         if self.driver.compare_exchange(core::ptr::null_mut(), boxed, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             // SAFETY: not published: still ours.
@@ -133,25 +131,6 @@ impl DriverSlot {
             self.tell();
             return Err(Error::Shutdown);
         }
-        Ok(())
-    }
-}
-
-impl<S: Spawner> ThreadPool<S> {
-    /// Installs the pool's I/O driver (once). From then on the workers poll it at their tick
-    /// ends and one idle worker blocks in it (see [`crate::io`]).
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped);
-    /// [`Error::Shutdown`] if the pool was shut down (the driver has been told:
-    /// [`Driver::shutdown`]).
-    ///
-    /// Example: [`Driver`].
-    pub fn set_driver(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
-        let inner = self.inner();
-        inner.driver.set(driver)?;
-        // Idle workers parked before it existed: one takes the role and blocks in it.
-        inner.notify(false);
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use alloc::boxed::Box;
 
 use super::config::{Config, MAX_IDLE_SPINS};
 use super::driver::DriverSlot;
-use super::stats::Counters;
+use super::counters::Counters;
 use super::sync_word::{State, Sync, MAX_THREADS};
 use super::worker::Worker;
 use crate::error::Error;

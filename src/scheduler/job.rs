@@ -10,10 +10,7 @@
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
-use super::context::WorkerContext;
-use super::Inner;
 use crate::latch::Signal;
-use crate::platform::Spawner;
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::{Callback, Task};
 
@@ -27,15 +24,15 @@ pub(crate) struct JobHeader {
 }
 
 /// What only a queued job needs.
-struct Offered {
+pub(super) struct Offered {
     /// Set by the runner when the result is written (its last access).
-    signal: Signal,
+    pub(super) signal: Signal,
     /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
     /// waiting owner steals related work from (`worker.rs`, leapfrogging).
-    thief: AtomicUsize,
+    pub(super) thief: AtomicUsize,
     /// The pool (`*const Inner<S>`) whose worker context the closure gets when stolen; null:
     /// none (the closure gets `None`).
-    pool: *const (),
+    pub(super) pool: *const (),
 }
 
 impl JobHeader {
@@ -62,7 +59,7 @@ impl JobHeader {
     /// # Safety
     /// The job was offered.
     #[inline]
-    unsafe fn offered(&self) -> &Offered {
+    pub(super) unsafe fn offered(&self) -> &Offered {
         // SAFETY: initialised by `offer` (the caller's contract); only read from now on.
         self.offered.with(|o| unsafe { (*o).assume_init_ref() })
     }
@@ -88,23 +85,6 @@ impl JobHeader {
         Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) }
     }
 
-    /// The runner of a queued job starts: the worker context of its pool on this thread, if
-    /// this thread is one of that pool's workers, which is recorded as the job's thief.
-    ///
-    /// # Safety
-    /// The job was offered, with a null pool or the live pool (`Inner<S>`) whose worker
-    /// queued it (that worker waits for the job before its pool can go away).
-    #[inline]
-    pub(crate) unsafe fn begin_run<'a, S: Spawner>(&self) -> Option<&'a WorkerContext<S>> {
-        // SAFETY: the caller's contract.
-        let offered = unsafe { self.offered() };
-        // SAFETY: as above.
-        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
-        if let Some(cx) = cx {
-            offered.thief.store(cx.index() + 1, Ordering::Relaxed);
-        }
-        cx
-    }
 }
 
 /// What a wait waits for: a signal, and, when it is a stolen join half's, the worker that stole

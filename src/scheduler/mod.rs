@@ -22,10 +22,12 @@
 
 mod config;
 pub(crate) mod context;
+pub(crate) mod counters;
 pub(crate) mod driver;
 #[cfg(feature = "std")]
 mod fork;
 pub(crate) mod frame;
+mod handle;
 pub(crate) mod inner;
 pub(crate) mod interval;
 pub(crate) mod job;
@@ -44,6 +46,7 @@ pub(crate) mod worker;
 pub use config::{Config, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS};
 pub use context::WorkerContext;
 pub(crate) use inner::Inner;
-pub use pool::ThreadPool;
-pub use stats::{Stats, WorkerStats};
+pub use handle::ThreadPool;
+pub use counters::WorkerStats;
+pub use stats::Stats;
 pub use sync_word::MAX_THREADS;

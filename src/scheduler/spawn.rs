@@ -4,7 +4,7 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
-use super::pool::ThreadPool;
+use super::handle::ThreadPool;
 use crate::error::Error;
 use crate::platform::Spawner;
 use crate::task::Task;

@@ -10,7 +10,7 @@ use alloc::boxed::Box;
 use super::context::WorkerContext;
 use super::frame::Demand;
 use super::inner::Inner;
-use super::stats::Counters;
+use super::counters::Counters;
 use super::worker::Worker;
 use crate::platform::{Spawner, ThreadStart};
 use crate::queue::deque::JoinDeque;

@@ -9,7 +9,7 @@ use core::time::Duration;
 use alloc::boxed::Box;
 
 use super::inner::{release_pool, Inner};
-use super::pool::ThreadPool;
+use super::handle::ThreadPool;
 use super::worker::Worker;
 use crate::error::Error;
 use crate::platform::Spawner;

@@ -13,7 +13,7 @@
 use core::ptr::{self, NonNull};
 
 use super::frame::Demand;
-use super::stats::Counters;
+use super::counters::Counters;
 use crate::platform::Spawner;
 use crate::queue::deque::JoinDeque;
 use crate::queue::ring::Ring;

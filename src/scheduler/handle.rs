@@ -1,0 +1,116 @@
+//! [`ThreadPool`]: the handle on a pool (a pointer to its [`Inner`]), how one is built, and
+//! how the C layer and the runtime hold one without owning it. What a caller does with it is
+//! `pool.rs`.
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use alloc::boxed::Box;
+
+use super::config::Config;
+use super::inner::Inner;
+use crate::error::Error;
+use crate::fallible::try_box;
+use crate::platform::Spawner;
+use crate::sync::Ordering;
+
+/// A work-stealing thread pool, generic over its platform.
+///
+/// With the `std` feature, `ThreadPool::new(config)` builds one on OS threads; on any platform,
+/// [`ThreadPool::with_spawner`] builds one on the host's [`Spawner`].
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use pool::{Config, ThreadPool};
+/// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+///
+/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let hits = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..100 {
+///     let hits = hits.clone();
+///     pool.spawn(move || { hits.fetch_add(1, Ordering::Relaxed); }).unwrap();
+/// }
+/// pool.shutdown().unwrap(); // runs what was queued, joins the threads
+/// assert_eq!(hits.load(Ordering::Relaxed), 100);
+/// # }
+/// ```
+pub struct ThreadPool<S: Spawner> {
+    /// Also built, never dropped, by the async runtime's tasks (`scheduler::inner`, `release_pool`).
+    pub(crate) inner: NonNull<Inner<S>>,
+}
+
+// SAFETY: the handle is a pointer to state designed for sharing (atomics, and a Spawner that is
+// Send + Sync).
+unsafe impl<S: Spawner> Send for ThreadPool<S> {}
+// SAFETY: as above; every method takes &self and is thread-safe.
+unsafe impl<S: Spawner> core::marker::Sync for ThreadPool<S> {}
+
+impl<S: Spawner> fmt::Debug for ThreadPool<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner();
+        f.debug_struct("ThreadPool")
+            .field("sync", &inner.load_sync(Ordering::Relaxed))
+            .field("max_threads", &inner.max_threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Spawner> ThreadPool<S> {
+    /// Builds a pool on the given platform. No thread starts until the first submit.
+    ///
+    /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
+    /// [`MAX_THREADS`](crate::MAX_THREADS), and with [`Error::OutOfMemory`] if the allocator
+    /// fails (nothing is left allocated).
+    ///
+    /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
+    /// [`Spawner`]: see that trait's example):
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, ThreadPool, ThreadSpawner};
+    /// let spawner: ThreadSpawner = ThreadSpawner::named("render"); // the default parker
+    /// let pool = ThreadPool::with_spawner(Config::default(), spawner).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
+    /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render"));
+    /// # }
+    /// ```
+    pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
+        let inner = try_box(Inner::build(config, spawner)?)?;
+        Ok(Self { inner: NonNull::from(Box::leak(inner)) })
+    }
+
+    #[inline]
+    pub(crate) fn inner(&self) -> &Inner<S> {
+        // SAFETY: `inner` is valid for the handle's whole life (freed in Drop).
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// Gives up the handle without shutting down, for the C layer (`struct pool *`).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn into_raw(self) -> *mut () {
+        let ptr = self.inner.as_ptr().cast::<()>();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// Rebuilds a handle from [`into_raw`](Self::into_raw).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` of a pool with this `S`, and no other handle to it exists.
+    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
+    }
+
+    /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
+    pub(crate) unsafe fn borrow_raw(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
+        // SAFETY: the caller's contract.
+        core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
+    }
+}
