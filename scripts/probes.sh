@@ -2,23 +2,29 @@
 # The hot paths' instruction counts under callgrind (exact run to run, unlike wall time on
 # these VMs): fork-join per join, an outside submit per task, an async yield per yield.
 # A restructuring must leave them within a few percent (BENCHMARKS.md has the history).
+# Each figure is the smallest of three runs (see `ir`).
 #   sh scripts/probes.sh [target-dir]
 set -eu
 dir=${1:-target}
 cargo build --quiet --release --target-dir "$dir" --example fib_probe --example spawn_remote --example yield_probe
 bin=$dir/release/examples
 out=$(mktemp -d)
-ir() { # total instructions of one callgrind run: ir NAME [valgrind options] -- command...
-    name=$1; shift
-    valgrind --tool=callgrind --callgrind-out-file="$out/$name" "$@" >/dev/null 2>&1
-    sed -n 's/^summary: //p' "$out/$name"
+ir() { # fewest instructions of three callgrind runs of a command: with two workers the count
+    # depends on how valgrind interleaves them (steals, parks), and is bimodal from run to run
+    best=
+    for _ in 1 2 3; do
+        valgrind --tool=callgrind --callgrind-out-file="$out/cg" "$@" >/dev/null 2>&1
+        n=$(sed -n 's/^summary: //p' "$out/cg")
+        if [ -z "$best" ] || [ "$n" -lt "$best" ]; then best=$n; fi
+    done
+    echo "$best"
 }
-f15=$(ir f15 "$bin/fib_probe" 15 1)
-f20=$(ir f20 "$bin/fib_probe" 20 1)
-s1=$(ir s1 "$bin/spawn_remote" 1 2)
-sn=$(ir sn "$bin/spawn_remote" 100000 2)
-y0=$(ir y0 "$bin/yield_probe" 10000 0 2)
-y100=$(ir y100 "$bin/yield_probe" 10000 100 2)
+f15=$(ir "$bin/fib_probe" 15 1)
+f20=$(ir "$bin/fib_probe" 20 1)
+s1=$(ir "$bin/spawn_remote" 1 2)
+sn=$(ir "$bin/spawn_remote" 100000 2)
+y0=$(ir "$bin/yield_probe" 10000 0 2)
+y100=$(ir "$bin/yield_probe" 10000 100 2)
 rm -rf "$out"
 awk -v f15="$f15" -v f20="$f20" -v s1="$s1" -v sn="$sn" -v y0="$y0" -v y100="$y100" 'BEGIN {
     printf "fib_probe     %6.1f instructions per join   ((Ir(20) - Ir(15)) / 9959, whole program, 1 worker)\n", (f20 - f15) / 9959

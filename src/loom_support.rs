@@ -43,15 +43,15 @@ impl Ring {
     /// # Safety
     /// As `Ring::push`: the owner only; `task` is the caller's.
     pub unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.push(task) }
+        // SAFETY: forwarded contract (the owner's thread; the ring outlives the half).
+        unsafe { self.0.local() }.push(task)
     }
 
     /// # Safety
     /// As `Ring::pop`: the owner only.
     pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.pop() }
+        // SAFETY: forwarded contract (the owner's thread; the ring outlives the half).
+        unsafe { self.0.local() }.pop()
     }
 
     /// Steal half of `self` into `dst`: the task to run now, and how many more were queued in
@@ -60,8 +60,8 @@ impl Ring {
     /// # Safety
     /// As `Ring::steal_into`: the caller owns `dst`, which is not `self`.
     pub unsafe fn steal_into(&self, dst: &Ring) -> Option<(NonNull<Task>, u32)> {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.steal_into(&dst.0) }.map(|s| (s.task, s.queued))
+        // SAFETY: forwarded contract (the owner of `dst`; it outlives the half).
+        self.0.steal_into(&unsafe { dst.0.local() }).map(|s| (s.task, s.queued))
     }
 
     pub fn len(&self) -> u32 {

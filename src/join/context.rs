@@ -59,7 +59,7 @@ where
     // SAFETY: the frame at `depth` is the unwinding `join`'s (module docs of `frame`), whose
     // job is a `StackJob<F, R, S>` (the guard's type was taken from it), alive in its frame.
     let job = unsafe { job.cast::<StackJob<F, R, S>>().as_ref() };
-    if !cx.head.frames.pop(depth) || cx.joins_pop_if(job.task()) {
+    if !cx.head.frames.pop(depth) || cx.joins.pop_if(job.task()) {
         // Never queued, or taken back: `b` will not run.
         // SAFETY: not queued, not run: ours to drop.
         unsafe { job.drop_unrun() };
@@ -168,7 +168,7 @@ impl<S: Spawner> WorkerContext<S> {
         F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
         R: Send,
     {
-        if self.joins_pop_if(job_b.task()) {
+        if self.joins.pop_if(job_b.task()) {
             // SAFETY: taken back: not queued any more, not run.
             return unsafe { job_b.run_inline(Some(self)) };
         }

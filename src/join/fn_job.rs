@@ -203,7 +203,7 @@ impl<S: Spawner> WorkerContext<S> {
         let queued = unsafe {
             task.as_ptr().write(Task::new(execute::<S>));
             JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
-            let queued = self.joins_push(task);
+            let queued = self.joins.push(task);
             (*j).mode = if queued { QUEUED } else { INLINE };
             queued
         };
@@ -267,7 +267,7 @@ impl<S: Spawner> WorkerContext<S> {
         let j = job.as_ptr();
         // SAFETY: live; the mode is owner-only.
         unsafe { (*j).mode = IDLE };
-        if self.joins_pop_if(task_of(job)) {
+        if self.joins.pop_if(task_of(job)) {
             // SAFETY: taken back: not queued any more, not run; forked.
             unsafe { call(job, ptr::from_ref(self).cast()) };
             return Ok(());

@@ -17,22 +17,22 @@ impl JoinDeque {
         Self(crate::queue::deque::JoinDeque::new())
     }
     /// # Safety
-    /// As `JoinDeque::push`.
+    /// Called on the deque's owner thread only (`JoinDeque::owner`).
     pub unsafe fn push(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.push(task) }
+        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
+        unsafe { self.0.owner() }.push(task)
     }
     /// # Safety
-    /// As `JoinDeque::pop_if`.
+    /// As `push`.
     pub unsafe fn pop_if(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.pop_if(task) }
+        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
+        unsafe { self.0.owner() }.pop_if(task)
     }
     /// # Safety
-    /// As `JoinDeque::pop`.
+    /// As `push`.
     pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.pop() }
+        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
+        unsafe { self.0.owner() }.pop()
     }
     pub fn steal(&self) -> Option<NonNull<Task>> {
         self.0.steal()

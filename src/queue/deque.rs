@@ -2,7 +2,8 @@
 //! "Chase-Lev deques with wait-free push/pop", in the weak-memory form of Lê, Pop, Cohen and
 //! Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak Memory Models", PPoPP 2013).
 //!
-//! * The owner pushes and pops at `bottom` (LIFO: `join` takes back the job it just offered,
+//! * The owner pushes and pops at `bottom`, through its half of the deque ([`Owner`], which only
+//!   its thread holds) (LIFO: `join` takes back the job it just offered,
 //!   the most recent and cache-hot one). Thieves take **one** job at a time at `top` (the oldest:
 //!   in fork-join, the biggest piece of work left), with one CAS on `top`.
 //! * Slots `[top, bottom)` (wrapping `u32` indices modulo `CAPACITY`) hold queued jobs. Only the
@@ -38,6 +39,7 @@
 //!
 //! Loom: `tests/loom_join.rs` (`join_deque_*`, `join_handshake_*`).
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::sync::{fence, AtomicPtr, AtomicU32, Ordering};
@@ -88,105 +90,13 @@ impl JoinDeque {
         }
     }
 
-    /// The owner's view of `bottom`: only the owner stores it, so Relaxed reads its own store.
+    /// The owner's half of this deque.
     ///
     /// # Safety
-    /// Called by the owner only.
-    #[inline]
-    unsafe fn owner_bottom(&self) -> u32 {
-        self.bottom.load(Ordering::Relaxed)
-    }
-
-    /// Pushes a job at the bottom. Returns false (and queues nothing) when full.
-    ///
-    /// # Safety
-    /// Called by the owner only; `task` is the caller's and stays valid until it has run or
-    /// was taken back.
-    #[inline]
-    pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: the caller is the owner.
-        let b = unsafe { self.owner_bottom() };
-        // Acquire pairs with the thieves' CAS on `top`: their reads of the slot we may reuse
-        // are done before our store below.
-        let t = self.top.load(Ordering::Acquire);
-        if b.wrapping_sub(t) >= CAPACITY {
-            return false;
-        }
-        self.buffer[(b & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
-        // Release: a thief that loads this `bottom` (Acquire) sees the slot and the job.
-        self.bottom.store(b.wrapping_add(1), Ordering::Release);
-        true
-    }
-
-    /// Takes back `expected` if it is still the newest job (not stolen, not yet popped by a
-    /// helping loop). Returns whether the caller now owns it (to run it inline).
-    ///
-    /// # Safety
-    /// Called by the owner only.
-    #[inline]
-    pub(crate) unsafe fn pop_if(&self, expected: NonNull<Task>) -> bool {
-        // SAFETY: the caller is the owner.
-        let b = unsafe { self.owner_bottom() };
-        let last = b.wrapping_sub(1);
-        // Owner-only peek: only the owner writes slots. If the newest slot is not our job, the
-        // job is gone (stolen, or popped by this thread's own help loop) and so is everything
-        // pushed after it; a stale slot equal to it is handled below (empty deque).
-        if self.buffer[(last & MASK) as usize].load(Ordering::Relaxed) != expected.as_ptr() {
-            return false;
-        }
-        // SAFETY: the caller is the owner.
-        unsafe { self.take_bottom(b) }.is_some()
-    }
-
-    /// Pops the newest job (a helping owner runs it).
-    ///
-    /// # Safety
-    /// Called by the owner only.
-    #[inline]
-    pub(crate) unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: the caller is the owner.
-        let b = unsafe { self.owner_bottom() };
-        if b == self.top.load(Ordering::Relaxed) {
-            return None;
-        }
-        // SAFETY: the caller is the owner.
-        unsafe { self.take_bottom(b) }
-    }
-
-    /// The Chase-Lev `take`: claims slot `b - 1`.
-    ///
-    /// # Safety
-    /// Called by the owner only, with `b` its current `bottom`.
-    #[inline]
-    unsafe fn take_bottom(&self, b: u32) -> Option<NonNull<Task>> {
-        let last = b.wrapping_sub(1);
-        // Release like every store of `bottom`; the fence below is what orders it.
-        self.bottom.store(last, Ordering::Release);
-        // Pairs with the fence in `steal`: either the thief sees `bottom = last` or we see its
-        // `top`. See the module docs.
-        fence(Ordering::SeqCst);
-        let t = self.top.load(Ordering::Relaxed);
-        let queued = last.wrapping_sub(t) as i32;
-        if queued < 0 {
-            // Empty (a thief took the last job): restore.
-            self.bottom.store(b, Ordering::Release);
-            return None;
-        }
-        let task = self.buffer[(last & MASK) as usize].load(Ordering::Relaxed);
-        if queued > 0 {
-            // At least one more job above ours: no thief can reach this slot (see module docs).
-            return NonNull::new(task);
-        }
-        // The last job: whoever moves `top` past it owns it. AcqRel/Acquire is enough for the
-        // CAS itself; the thieves' CAS on the same word is in the same modification order.
-        let won = self.top.compare_exchange(t, t.wrapping_add(1), Ordering::SeqCst, Ordering::Relaxed).is_ok();
-        // Empty either way: `bottom = top`.
-        self.bottom.store(b, Ordering::Release);
-        if won {
-            NonNull::new(task)
-        } else {
-            None
-        }
+    /// Every owner half of this deque lives on one thread (its owner), and the deque outlives
+    /// them: the owner's operations assume no other thread runs one concurrently.
+    pub(crate) unsafe fn owner(&self) -> Owner {
+        Owner { deque: NonNull::from(self), _single_thread: PhantomData }
     }
 
     /// A cheap emptiness hint for thieves scanning victims (no fence; may be stale).
@@ -224,6 +134,112 @@ impl JoinDeque {
     }
 }
 
+/// The owner's half of a [`JoinDeque`]: push, pop and take back at the bottom. Made once per
+/// worker ([`JoinDeque::owner`]) and held only by its `WorkerContext`; neither `Send` nor
+/// `Sync`, so holding one proves the caller is on the owner's thread, and the owner's
+/// operations need no contract of their own.
+pub(crate) struct Owner {
+    deque: NonNull<JoinDeque>,
+    _single_thread: PhantomData<*mut ()>,
+}
+
+impl core::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.deque().fmt(f)
+    }
+}
+
+impl Owner {
+    #[inline(always)]
+    fn deque(&self) -> &JoinDeque {
+        // SAFETY: the deque outlives its owner halves (`JoinDeque::owner`'s contract).
+        unsafe { self.deque.as_ref() }
+    }
+
+    /// Our view of `bottom`: only the owner stores it, so Relaxed reads its own store.
+    #[inline]
+    fn bottom(&self) -> u32 {
+        self.deque().bottom.load(Ordering::Relaxed)
+    }
+
+    /// Pushes a job at the bottom. Returns false (and queues nothing) when full. The deque
+    /// only stores the pointer: whoever takes the job out runs it (`Task::run`'s contract).
+    #[inline]
+    pub(crate) fn push(&self, task: NonNull<Task>) -> bool {
+        let d = self.deque();
+        let b = self.bottom();
+        // Acquire pairs with the thieves' CAS on `top`: their reads of the slot we may reuse
+        // are done before our store below.
+        let t = d.top.load(Ordering::Acquire);
+        if b.wrapping_sub(t) >= CAPACITY {
+            return false;
+        }
+        d.buffer[(b & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
+        // Release: a thief that loads this `bottom` (Acquire) sees the slot and the job.
+        d.bottom.store(b.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Takes back `expected` if it is still the newest job (not stolen, not yet popped by a
+    /// helping loop). Returns whether the caller now owns it (to run it inline).
+    #[inline]
+    pub(crate) fn pop_if(&self, expected: NonNull<Task>) -> bool {
+        let b = self.bottom();
+        let last = b.wrapping_sub(1);
+        // Owner-only peek: only the owner writes slots. If the newest slot is not our job, the
+        // job is gone (stolen, or popped by this thread's own help loop) and so is everything
+        // pushed after it; a stale slot equal to it is handled below (empty deque).
+        if self.deque().buffer[(last & MASK) as usize].load(Ordering::Relaxed) != expected.as_ptr() {
+            return false;
+        }
+        self.take_bottom(b).is_some()
+    }
+
+    /// Pops the newest job (a helping owner runs it).
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<NonNull<Task>> {
+        let b = self.bottom();
+        if b == self.deque().top.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.take_bottom(b)
+    }
+
+    /// The Chase-Lev `take`: claims slot `b - 1`, with `b` our current `bottom`.
+    #[inline]
+    fn take_bottom(&self, b: u32) -> Option<NonNull<Task>> {
+        let d = self.deque();
+        let last = b.wrapping_sub(1);
+        // Release like every store of `bottom`; the fence below is what orders it.
+        d.bottom.store(last, Ordering::Release);
+        // Pairs with the fence in `steal`: either the thief sees `bottom = last` or we see its
+        // `top`. See the module docs.
+        fence(Ordering::SeqCst);
+        let t = d.top.load(Ordering::Relaxed);
+        let queued = last.wrapping_sub(t) as i32;
+        if queued < 0 {
+            // Empty (a thief took the last job): restore.
+            d.bottom.store(b, Ordering::Release);
+            return None;
+        }
+        let task = d.buffer[(last & MASK) as usize].load(Ordering::Relaxed);
+        if queued > 0 {
+            // At least one more job above ours: no thief can reach this slot (see module docs).
+            return NonNull::new(task);
+        }
+        // The last job: whoever moves `top` past it owns it. AcqRel/Acquire is enough for the
+        // CAS itself; the thieves' CAS on the same word is in the same modification order.
+        let won = d.top.compare_exchange(t, t.wrapping_add(1), Ordering::SeqCst, Ordering::Relaxed).is_ok();
+        // Empty either way: `bottom = top`.
+        d.bottom.store(b, Ordering::Release);
+        if won {
+            NonNull::new(task)
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -243,30 +259,25 @@ mod tests {
     #[test]
     fn lifo_owner_fifo_thief_and_full() {
         let d = JoinDeque::new();
+        // SAFETY: this test's thread is the only one, and `d` outlives `o`.
+        let o = unsafe { d.owner() };
         let (raw, ts) = tasks(CAPACITY as usize + 1);
         for &t in &ts[..CAPACITY as usize] {
-            // SAFETY: single thread, owner.
-            assert!(unsafe { d.push(t) });
+            assert!(o.push(t));
         }
-        // SAFETY: owner.
-        assert!(!unsafe { d.push(ts[CAPACITY as usize]) }, "full");
+        assert!(!o.push(ts[CAPACITY as usize]), "full");
         assert_eq!(d.steal(), Some(ts[0]));
-        // SAFETY: owner.
-        assert!(unsafe { d.pop_if(ts[CAPACITY as usize - 1]) });
-        // SAFETY: owner; not the newest.
-        assert!(!unsafe { d.pop_if(ts[1]) });
-        // SAFETY: owner.
-        assert_eq!(unsafe { d.pop() }, Some(ts[CAPACITY as usize - 2]));
+        assert!(o.pop_if(ts[CAPACITY as usize - 1]));
+        assert!(!o.pop_if(ts[1]));
+        assert_eq!(o.pop(), Some(ts[CAPACITY as usize - 2]));
         let mut n = 0;
         while d.steal().is_some() {
             n += 1;
         }
         assert_eq!(n, CAPACITY as usize - 3);
-        // SAFETY: owner.
-        assert!(unsafe { d.pop() }.is_none());
+        assert!(o.pop().is_none());
         // Stale slot equal to `expected` on an empty deque: not taken.
-        // SAFETY: owner.
-        assert!(!unsafe { d.pop_if(ts[1]) });
+        assert!(!o.pop_if(ts[1]));
         // SAFETY: from Box::into_raw; the deque is done with them.
         drop(unsafe { Box::from_raw(raw) });
     }
@@ -274,21 +285,18 @@ mod tests {
     #[test]
     fn wraps_around() {
         let d = JoinDeque::new();
+        // SAFETY: this test's thread is the only one, and `d` outlives `o`.
+        let o = unsafe { d.owner() };
         let (raw, ts) = tasks(3);
         for round in 0..(3 * CAPACITY) {
-            // SAFETY: owner.
-            assert!(unsafe { d.push(ts[0]) });
-            // SAFETY: owner.
-            assert!(unsafe { d.push(ts[1]) });
+            assert!(o.push(ts[0]));
+            assert!(o.push(ts[1]));
             if round % 2 == 0 {
                 assert_eq!(d.steal(), Some(ts[0]));
-                // SAFETY: owner.
-                assert!(unsafe { d.pop_if(ts[1]) });
+                assert!(o.pop_if(ts[1]));
             } else {
-                // SAFETY: owner.
-                assert!(unsafe { d.pop_if(ts[1]) });
-                // SAFETY: owner.
-                assert!(unsafe { d.pop_if(ts[0]) });
+                assert!(o.pop_if(ts[1]));
+                assert!(o.pop_if(ts[0]));
             }
             assert!(d.is_empty_hint());
         }

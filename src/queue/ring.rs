@@ -3,7 +3,8 @@
 //! The algorithm is Go's runqueue as described in design text 002 ("Going Lock-Free:
 //! Bounded"), also the base of tokio's queue:
 //!
-//! * `tail` is written only by the owner. `head` moves forward by compare-and-swap, by the owner
+//! * `tail` is written only by the owner, through its half of the ring ([`Local`], which only
+//!   its thread holds). `head` moves forward by compare-and-swap, by the owner
 //!   popping one task or by a thief claiming a whole run of tasks (steal-half).
 //! * Slots `[head, tail)` (wrapping `u32` indices, taken modulo `CAPACITY`) hold queued tasks.
 //!   The owner writes a slot only outside that range, after an Acquire load of `head` proved the
@@ -25,6 +26,7 @@
 //!
 //! Capacity: 256 tasks (4 under loom, so overflow and wrap-around happen in small models).
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, Ordering};
@@ -78,27 +80,13 @@ impl Ring {
         }
     }
 
-    /// The owner's view of `tail`: only the owner stores it, so a Relaxed load reads the
-    /// owner's own last store.
+    /// The owner's half of this ring.
     ///
     /// # Safety
-    /// Called by the owning worker only.
-    #[inline]
-    unsafe fn owner_tail(&self) -> u32 {
-        self.tail.load(Ordering::Relaxed)
-    }
-
-    /// The owner's view of `head` and `tail`, for its bookkeeping of which tasks it took from
-    /// the injector (`WorkerContext`'s `injected_end`). `head` is loaded Relaxed: it may lag
-    /// behind thieves' claims (never behind the owner's own pops and overflows), and the
-    /// bookkeeping is a hint for order that tolerates that (no slot is read through it).
-    ///
-    /// # Safety
-    /// Called by the owning worker only.
-    #[inline]
-    pub(crate) unsafe fn owner_indices(&self) -> (u32, u32) {
-        // SAFETY: we are the owner (caller's contract).
-        (self.head.load(Ordering::Relaxed), unsafe { self.owner_tail() })
+    /// Every owner half of this ring lives on one thread (its owner), and the ring outlives
+    /// them: the owner's operations assume no other thread runs one concurrently.
+    pub(crate) unsafe fn local(&self) -> Local {
+        Local { ring: NonNull::from(self), _single_thread: PhantomData }
     }
 
     /// Approximate number of queued tasks (exact when called by the owner with no thief active).
@@ -115,121 +103,12 @@ impl Ring {
         self.len() == 0
     }
 
-    /// Pushes a task at the tail; on a full ring, moves half of the ring plus `task` into the
-    /// returned batch, which the caller must hand to the injector: the tasks at indices
-    /// `tail - CAPACITY .. tail - CAPACITY / 2` in order (`tail` does not move), then `task`.
-    ///
-    /// # Safety
-    /// Called by the owning worker only; `task` is exclusively the caller's (submission contract).
-    ///
-    /// Always inlined (it is on the yield path, inside `harness::run`); a full ring is
-    /// `push_full`'s, out of line.
-    #[inline(always)]
-    pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
-        // SAFETY: we are the owner (caller's contract).
-        let tail = unsafe { self.owner_tail() };
-        // Acquire pairs with the thieves' AcqRel CAS on `head`: their reads of the slots we
-        // are about to reuse happen before our store below.
-        let head = self.head.load(Ordering::Acquire);
-        if tail.wrapping_sub(head) < CAPACITY {
-            self.store_slot(tail, task);
-            return Ok(());
-        }
-        // SAFETY: forwarded.
-        unsafe { self.push_full(task, head, tail) }
-    }
-
-    /// Owner: fills slot `tail` (free) and publishes it.
-    #[inline(always)]
-    fn store_slot(&self, tail: u32, task: NonNull<Task>) {
-        self.buffer[(tail & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
-        // Release: publishes the slot and the task's contents to thieves.
-        self.tail.store(tail.wrapping_add(1), Ordering::Release);
-    }
-
-    /// `push` on a ring that was full when `head` was read: claim half for the injector. If a
-    /// thief moved `head` meanwhile, there is room again and the task is pushed normally.
-    ///
-    /// # Safety
-    /// As `push`; `tail` is the owner's tail.
-    #[cold]
-    #[inline(never)]
-    unsafe fn push_full(&self, task: NonNull<Task>, mut head: u32, tail: u32) -> Result<(), Batch> {
-        loop {
-            if let Some(mut batch) = self.claim_half(head) {
-                // SAFETY: `task` is exclusively ours and in no other list.
-                unsafe { batch.push(task) };
-                return Err(batch);
-            }
-            // As in `push`.
-            head = self.head.load(Ordering::Acquire);
-            if tail.wrapping_sub(head) < CAPACITY {
-                self.store_slot(tail, task);
-                return Ok(());
-            }
-        }
-    }
-
-    /// Owner only: claims `CAPACITY / 2` tasks from a full ring (`tail - head == CAPACITY`).
-    fn claim_half(&self, head: u32) -> Option<Batch> {
-        let take = CAPACITY / 2;
-        // Acquire: as in `push`, thieves' slot reads of this range are done before we reuse it.
-        if self
-            .head
-            .compare_exchange(head, head.wrapping_add(take), Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return None;
-        }
-        let mut batch = Batch::new();
-        for i in 0..take {
-            let slot = &self.buffer[(head.wrapping_add(i) & MASK) as usize];
-            // The claimed slots are ours now: no thief can validate a read of them any more,
-            // and only we write slots.
-            let task = NonNull::new(slot.load(Ordering::Relaxed)).expect("queued slot is null");
-            // SAFETY: claimed above; the task is ours to link.
-            unsafe { batch.push(task) };
-        }
-        Some(batch)
-    }
-
-    /// Pops the oldest task.
-    ///
-    /// # Safety
-    /// Called by the owning worker only.
-    #[inline]
-    pub(crate) unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: we are the owner.
-        let tail = unsafe { self.owner_tail() };
-        let mut head = self.head.load(Ordering::Acquire);
-        loop {
-            if head == tail {
-                return None;
-            }
-            // Our own earlier store (or a slot we filled when stealing): no race with a writer,
-            // only with thieves reading, and the CAS below decides who gets it.
-            let task = self.buffer[(head & MASK) as usize].load(Ordering::Relaxed);
-            match self.head.compare_exchange_weak(
-                head,
-                head.wrapping_add(1),
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return NonNull::new(task),
-                Err(actual) => head = actual,
-            }
-        }
-    }
-
-    /// Steals half (rounded up) of this ring into `dst`, the thief's own ring, and returns one
-    /// of the stolen tasks to run at once.
-    ///
-    /// # Safety
-    /// The caller is the owner of `dst` (and `dst` is not `self`).
-    pub(crate) unsafe fn steal_into(&self, dst: &Ring) -> Option<Stolen> {
+    /// Steals half (rounded up) of this ring into `dst`, the thief's own ring (its owner half:
+    /// only its owner fills it), and returns one of the stolen tasks to run at once.
+    pub(crate) fn steal_into(&self, dst: &Local) -> Option<Stolen> {
+        let dst_tail = dst.tail();
+        let dst = dst.ring();
         debug_assert!(!ptr::eq(self, dst));
-        // SAFETY: the caller owns `dst`.
-        let dst_tail = unsafe { dst.owner_tail() };
         let dst_free = CAPACITY - dst.len();
         loop {
             // Acquire on both: `tail` pairs with the owner's Release store (slots and tasks
@@ -277,6 +156,145 @@ impl Ring {
     }
 }
 
+/// The owner's half of a [`Ring`]: push and pop, and the destination of its steals. Made once
+/// per worker ([`Ring::local`]) and held only by its `WorkerContext`; neither `Send` nor
+/// `Sync`, so holding one proves the caller is on the owner's thread, and the owner's
+/// operations need no contract of their own.
+pub(crate) struct Local {
+    ring: NonNull<Ring>,
+    _single_thread: PhantomData<*mut ()>,
+}
+
+impl core::fmt::Debug for Local {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.ring().fmt(f)
+    }
+}
+
+impl Local {
+    #[inline(always)]
+    fn ring(&self) -> &Ring {
+        // SAFETY: the ring outlives its owner halves (`Ring::local`'s contract).
+        unsafe { self.ring.as_ref() }
+    }
+
+    /// Our view of `tail`: only the owner stores it, so a Relaxed load reads our own last
+    /// store.
+    #[inline(always)]
+    fn tail(&self) -> u32 {
+        self.ring().tail.load(Ordering::Relaxed)
+    }
+
+    /// The owner's view of `head` and `tail`, for its bookkeeping of which tasks it took from
+    /// the injector (`WorkerContext`'s `injected_end`). `head` is loaded Relaxed: it may lag
+    /// behind thieves' claims (never behind the owner's own pops and overflows), and the
+    /// bookkeeping is a hint for order that tolerates that (no slot is read through it).
+    #[inline]
+    pub(crate) fn indices(&self) -> (u32, u32) {
+        (self.ring().head.load(Ordering::Relaxed), self.tail())
+    }
+
+    /// Pushes a task at the tail; on a full ring, moves half of the ring plus `task` into the
+    /// returned batch, which the caller must hand to the injector: the tasks at indices
+    /// `tail - CAPACITY .. tail - CAPACITY / 2` in order (`tail` does not move), then `task`.
+    /// `task` is queued nowhere else (every task the pool queues meets `ThreadPool::submit`'s
+    /// contract): a full ring links it into the batch.
+    ///
+    /// Always inlined (it is on the yield path, inside `harness::run`); a full ring is
+    /// `push_full`'s, out of line.
+    #[inline(always)]
+    pub(crate) fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
+        let tail = self.tail();
+        // Acquire pairs with the thieves' AcqRel CAS on `head`: their reads of the slots we
+        // are about to reuse happen before our store below.
+        let head = self.ring().head.load(Ordering::Acquire);
+        if tail.wrapping_sub(head) < CAPACITY {
+            self.store_slot(tail, task);
+            return Ok(());
+        }
+        self.push_full(task, head, tail)
+    }
+
+    /// Fills slot `tail` (free) and publishes it.
+    #[inline(always)]
+    fn store_slot(&self, tail: u32, task: NonNull<Task>) {
+        let ring = self.ring();
+        ring.buffer[(tail & MASK) as usize].store(task.as_ptr(), Ordering::Relaxed);
+        // Release: publishes the slot and the task's contents to thieves.
+        ring.tail.store(tail.wrapping_add(1), Ordering::Release);
+    }
+
+    /// `push` on a ring that was full when `head` was read: claim half for the injector. If a
+    /// thief moved `head` meanwhile, there is room again and the task is pushed normally.
+    /// `tail` is our tail.
+    #[cold]
+    #[inline(never)]
+    fn push_full(&self, task: NonNull<Task>, mut head: u32, tail: u32) -> Result<(), Batch> {
+        loop {
+            if let Some(mut batch) = self.claim_half(head) {
+                // SAFETY: `task` is queued nowhere else (`push`), so its link is ours to write.
+                unsafe { batch.push(task) };
+                return Err(batch);
+            }
+            // As in `push`.
+            head = self.ring().head.load(Ordering::Acquire);
+            if tail.wrapping_sub(head) < CAPACITY {
+                self.store_slot(tail, task);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Claims `CAPACITY / 2` tasks from a full ring (`tail - head == CAPACITY`).
+    fn claim_half(&self, head: u32) -> Option<Batch> {
+        let ring = self.ring();
+        let take = CAPACITY / 2;
+        // Acquire: as in `push`, thieves' slot reads of this range are done before we reuse it.
+        if ring
+            .head
+            .compare_exchange(head, head.wrapping_add(take), Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        let mut batch = Batch::new();
+        for i in 0..take {
+            let slot = &ring.buffer[(head.wrapping_add(i) & MASK) as usize];
+            // The claimed slots are ours now: no thief can validate a read of them any more,
+            // and only we write slots.
+            let task = NonNull::new(slot.load(Ordering::Relaxed)).expect("queued slot is null");
+            // SAFETY: claimed above; the task is ours to link.
+            unsafe { batch.push(task) };
+        }
+        Some(batch)
+    }
+
+    /// Pops the oldest task.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<NonNull<Task>> {
+        let ring = self.ring();
+        let tail = self.tail();
+        let mut head = ring.head.load(Ordering::Acquire);
+        loop {
+            if head == tail {
+                return None;
+            }
+            // Our own earlier store (or a slot we filled when stealing): no race with a writer,
+            // only with thieves reading, and the CAS below decides who gets it.
+            let task = ring.buffer[(head & MASK) as usize].load(Ordering::Relaxed);
+            match ring.head.compare_exchange_weak(
+                head,
+                head.wrapping_add(1),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return NonNull::new(task),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -317,34 +335,33 @@ mod tests {
 
     #[test]
     fn push_pop_fifo() {
-        let ring = Ring::new();
+        let owned = Ring::new();
+        // SAFETY: this test's thread is the only one, and `owned` outlives `ring`.
+        let ring = unsafe { owned.local() };
         let ts = TestTasks::new(10);
         for &t in ts.iter() {
-            // SAFETY: single-threaded test; we are the owner.
-            unsafe { ring.push(t).unwrap() };
+            ring.push(t).unwrap();
         }
-        assert_eq!(ring.len(), 10);
+        assert_eq!(owned.len(), 10);
         for &t in ts.iter() {
-            // SAFETY: as above.
-            assert_eq!(unsafe { ring.pop() }, Some(t));
+            assert_eq!(ring.pop(), Some(t));
         }
-        // SAFETY: as above.
-        assert!(unsafe { ring.pop() }.is_none());
+        assert!(ring.pop().is_none());
     }
 
     #[test]
     fn overflow_moves_half_plus_one() {
-        let ring = Ring::new();
+        let owned = Ring::new();
+        // SAFETY: this test's thread is the only one, and `owned` outlives `ring`.
+        let ring = unsafe { owned.local() };
         let ts = TestTasks::new(CAPACITY as usize + 1);
         let (&last, first) = ts.split_last().unwrap();
         for &t in first {
-            // SAFETY: owner, single thread.
-            unsafe { ring.push(t).unwrap() };
+            ring.push(t).unwrap();
         }
-        // SAFETY: owner, single thread.
-        let mut batch = unsafe { ring.push(last) }.unwrap_err();
+        let mut batch = ring.push(last).unwrap_err();
         assert_eq!(batch.len(), CAPACITY as usize / 2 + 1);
-        assert_eq!(ring.len(), CAPACITY / 2);
+        assert_eq!(owned.len(), CAPACITY / 2);
         // The batch holds the oldest half in order, then the new task.
         for &t in &first[..CAPACITY as usize / 2] {
             assert_eq!(batch.pop(), Some(t));
@@ -354,8 +371,10 @@ mod tests {
 
     #[test]
     fn steal_half_rounds_up_and_wraps() {
-        let victim = Ring::new();
-        let thief = Ring::new();
+        let (victim_ring, thief_ring) = (Ring::new(), Ring::new());
+        // SAFETY: this test's thread is the only one (it owns both rings), and the rings
+        // outlive their halves.
+        let (victim, thief) = unsafe { (victim_ring.local(), thief_ring.local()) };
         let ts = TestTasks::new(CAPACITY as usize * 3);
         let mut next = 0;
         let mut expected = std::collections::VecDeque::new();
@@ -365,25 +384,21 @@ mod tests {
                 let len = ts.len();
                 let t = ts[next % len];
                 next += 1;
-                // SAFETY: owner of `victim`; each task is in one ring at a time (we consume it below).
-                unsafe { victim.push(t).unwrap() };
+                victim.push(t).unwrap();
                 expected.push_back(t);
             }
-            let queued = victim.len();
-            // SAFETY: we own `thief`.
-            let stolen = unsafe { victim.steal_into(&thief) }.unwrap();
+            let queued = victim_ring.len();
+            let stolen = victim_ring.steal_into(&thief).unwrap();
             let take = queued - queued / 2;
             assert_eq!(stolen.queued, take - 1);
             let mut got = Vec::new();
-            // SAFETY: owner of `thief`.
-            while let Some(t) = unsafe { thief.pop() } {
+            while let Some(t) = thief.pop() {
                 got.push(t);
             }
             got.push(stolen.task);
             let want: Vec<_> = expected.drain(..take as usize).collect();
             assert_eq!(got, want);
-            // SAFETY: owner of `victim`.
-            while let Some(t) = unsafe { victim.pop() } {
+            while let Some(t) = victim.pop() {
                 assert_eq!(Some(t), expected.pop_front());
             }
         }
@@ -391,9 +406,10 @@ mod tests {
 
     #[test]
     fn steal_from_empty() {
-        let victim = Ring::new();
-        let thief = Ring::new();
-        // SAFETY: we own `thief`.
-        assert!(unsafe { victim.steal_into(&thief) }.is_none());
+        let (victim_ring, thief_ring) = (Ring::new(), Ring::new());
+        // SAFETY: this test's thread is the only one (it owns both rings), and the rings
+        // outlive their halves.
+        let (victim, thief) = unsafe { (victim_ring.local(), thief_ring.local()) };
+        assert!(victim_ring.steal_into(&thief).is_none());
     }
 }

@@ -56,6 +56,7 @@ use core::ptr::{self, NonNull};
 
 use super::interval::InjectorInterval;
 use super::worker::Worker;
+use crate::queue::{deque, ring};
 use super::handle::ThreadPool;
 use super::inner::Inner;
 use super::frame::FrameStack;
@@ -101,6 +102,10 @@ pub struct WorkerContext<S: Spawner> {
     handle: ManuallyDrop<ThreadPool<S>>,
     /// The remote part of this worker.
     worker: NonNull<Worker<S>>,
+    /// The owner's half of this worker's ring (the remote part holds the thieves' half).
+    pub(crate) ring: ring::Local,
+    /// The owner's half of this worker's join deque.
+    pub(crate) joins: deque::Owner,
     /// Searches left until the next injector-first search (`worker.rs`).
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
@@ -181,6 +186,13 @@ impl<S: Spawner> WorkerContext<S> {
                 frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
             },
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
+            // SAFETY: a context is made once per worker, on the worker's own thread, and never
+            // leaves it (`new`'s contract, and the type is neither Send nor Sync): these are
+            // the only owner halves of the worker's queues, all on one thread; the worker, and
+            // so its queues, outlive the context (see `worker()`).
+            ring: unsafe { worker.as_ref().ring.local() },
+            // SAFETY: as above.
+            joins: unsafe { worker.as_ref().joins.owner() },
             worker,
             tick: Cell::new(0),
             lifo_streak: Cell::new(0),
@@ -233,40 +245,18 @@ impl<S: Spawner> WorkerContext<S> {
         unsafe { self.worker.as_ref() }
     }
 
-    /// The owner's push onto its ring. `Err`: the ring was full; half of it came back.
-    #[inline(always)]
-    pub(crate) fn ring_push(&self, task: NonNull<Task>) -> Result<(), crate::task::Batch> {
-        // SAFETY: this context exists only on the worker's own thread (the type is neither
-        // Send nor Sync, and is made only in `worker_main`): we are the ring's owner.
-        unsafe { self.worker().ring.push(task) }
-    }
-
-    /// The owner's pop from its ring.
-    #[inline(always)]
-    pub(crate) fn ring_pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: as in `ring_push`: we are the ring's owner.
-        unsafe { self.worker().ring.pop() }
-    }
-
-    /// Our ring's `head` and `tail` indices (`Ring::owner_indices`).
-    #[inline(always)]
-    fn ring_indices(&self) -> (u32, u32) {
-        // SAFETY: as in `ring_push`: we are the ring's owner.
-        unsafe { self.worker().ring.owner_indices() }
-    }
-
     /// A batch from the injector was just pushed into our empty ring: it ends at the ring's
     /// tail (`worker.rs`, "Order").
     #[inline]
     pub(crate) fn mark_injected(&self) {
-        self.injected_end.set(self.ring_indices().1);
+        self.injected_end.set(self.ring.indices().1);
     }
 
     /// Whether tasks of the latest batch from the injector are still at the front of our
     /// ring. Thieves claiming from `head` shrink that run as the owner's pops do.
     #[inline]
     pub(crate) fn injected_left(&self) -> bool {
-        let (head, tail) = self.ring_indices();
+        let (head, tail) = self.ring.indices();
         let left = self.injected_end.get().wrapping_sub(head);
         if left != 0 && left <= tail.wrapping_sub(head) {
             return true;
@@ -278,48 +268,16 @@ impl<S: Spawner> WorkerContext<S> {
     }
 
     /// How many of the first tasks of the batch that our full ring just returned
-    /// (`ring_push`'s `Err`) came from the injector. That batch holds the ring's tasks from
+    /// (`ring.push`'s `Err`) came from the injector. That batch holds the ring's tasks from
     /// index `tail - CAPACITY` (`Ring::push`), so the count is where the mark falls in it;
     /// the mark is then reset to the end of the claimed run, which is gone from the ring.
     #[inline]
     pub(crate) fn injected_in_overflow(&self) -> usize {
         use crate::queue::ring::CAPACITY;
-        let claimed = self.ring_indices().1.wrapping_sub(CAPACITY);
+        let claimed = self.ring.indices().1.wrapping_sub(CAPACITY);
         let injected = self.injected_end.get().wrapping_sub(claimed);
         self.injected_end.set(claimed.wrapping_add(CAPACITY / 2));
         if injected <= CAPACITY / 2 { injected as usize } else { 0 }
-    }
-
-    /// Steals half of `victim`'s ring into ours.
-    #[inline]
-    pub(crate) fn steal_ring(&self, victim: &Worker<S>) -> Option<crate::queue::ring::Stolen> {
-        // SAFETY: as in `ring_push`: our own ring is the destination, and we own it.
-        unsafe { victim.ring.steal_into(&self.worker().ring) }
-    }
-
-    /// The owner's push onto its join deque; false when full.
-    ///
-    /// # Safety
-    /// `task` meets `ThreadPool::submit`'s contract, and whoever pushed it takes it back or
-    /// waits for it.
-    #[inline(always)]
-    pub(crate) unsafe fn joins_push(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: we own the deque (as in `ring_push`); the task is the caller's contract.
-        unsafe { self.worker().joins.push(task) }
-    }
-
-    /// Takes `task` back from our join deque if it is still the newest job there.
-    #[inline(always)]
-    pub(crate) fn joins_pop_if(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: we own the deque (as in `ring_push`).
-        unsafe { self.worker().joins.pop_if(task) }
-    }
-
-    /// Pops the newest job of our join deque.
-    #[inline(always)]
-    pub(crate) fn joins_pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: we own the deque (as in `ring_push`).
-        unsafe { self.worker().joins.pop() }
     }
 
     /// Ends the injector interval's window (`interval.rs`); returns the next interval.
@@ -360,9 +318,9 @@ impl<S: Spawner> WorkerContext<S> {
             // not offered yet (frames are offered once, oldest first), owned by this thread.
             unsafe { JobHeader::offer(task, self.head.pool.cast()) };
         }
-        // SAFETY: a job frame's join takes it back or waits for it; a task frame's task was
-        // forked under `submit`'s contract and is queued once (it leaves the latent frames).
-        let pushed = unsafe { self.joins_push(task) };
+        // Queued once: a job frame's join takes it back or waits for it; a task frame's task
+        // leaves the latent frames here.
+        let pushed = self.joins.push(task);
         if pushed || or_ring {
             if !pushed {
                 self.inner().push_ring(self, task);
@@ -389,8 +347,8 @@ impl<S: Spawner> WorkerContext<S> {
             }
             return true;
         }
-        // SAFETY: the caller's contract; whoever forked it waits for it.
-        if unsafe { self.joins_push(task) } {
+        // Whoever forked it waits for it.
+        if self.joins.push(task) {
             if self.is_hungry() {
                 self.offered_work();
             }
@@ -408,9 +366,8 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn truncate_frames(&self, base: usize) {
         let mut queued = false;
         self.head.frames.truncate(base, |task| {
-            // SAFETY: a task frame's task, forked under `submit`'s contract, leaves the frames
-            // here: queued once.
-            if !unsafe { self.joins_push(task) } {
+            // A task frame's task leaves the frames here: queued once.
+            if !self.joins.push(task) {
                 self.inner().push_ring(self, task);
             }
             queued = true;

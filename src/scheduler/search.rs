@@ -94,7 +94,7 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(super) fn find_for_wait(&self, cx: &WorkerContext<S>, until: Until<'_>) -> Found {
         // Our own forks, newest first: the innermost computation we wait for.
-        if let Some(task) = cx.joins_pop() {
+        if let Some(task) = cx.joins.pop() {
             return Found::Task(task, false);
         }
         // Leapfrogging: the forks of the half we wait for, on the deque of its thief.
@@ -133,7 +133,7 @@ impl<S: Spawner> Inner<S> {
         if let Some(task) = self.pop_lifo(cx) {
             return Some(task);
         }
-        cx.ring_pop()
+        cx.ring.pop()
     }
 
     /// Owner: takes the LIFO slot's task, unless it ran `MAX_LIFO_STREAK` in a row; then the
@@ -162,7 +162,7 @@ impl<S: Spawner> Inner<S> {
     /// Owner: pushes to the back of our ring, spilling half of it to the injector when full.
     #[inline]
     pub(crate) fn push_ring(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
-        if let Err(overflow) = cx.ring_push(task) {
+        if let Err(overflow) = cx.ring.push(task) {
             self.spill(cx, overflow);
         }
     }
@@ -217,7 +217,7 @@ impl<S: Spawner> Inner<S> {
         let me = cx.worker();
         // Our own join jobs, newest first: non-empty only while a `join` of ours waits inside
         // its first closure (it helps), or a task forked and returned without waiting.
-        if let Some(task) = cx.joins_pop() {
+        if let Some(task) = cx.joins.pop() {
             return Some((task, false));
         }
         if let Some(found) = self.take_from_injector(cx) {
@@ -230,7 +230,7 @@ impl<S: Spawner> Inner<S> {
             // SAFETY: workers live until the pool is dropped; `next` is immutable.
             let v = unsafe { &*victim };
             if !v.ring.is_empty() {
-                if let Some(stolen) = cx.steal_ring(v) {
+                if let Some(stolen) = v.ring.steal_into(&cx.ring) {
                     me.count_steal(1 + stolen.queued as usize);
                     return Some((stolen.task, stolen.queued > 0));
                 }
@@ -290,7 +290,7 @@ impl<S: Spawner> Inner<S> {
             while moved < room {
                 let Some(task) = consumer.pop() else { break };
                 // `room` slots are free and only we push to our ring, so this cannot overflow.
-                let pushed = cx.ring_push(task);
+                let pushed = cx.ring.push(task);
                 debug_assert!(pushed.is_ok());
                 moved += 1;
             }
