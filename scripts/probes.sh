@@ -2,22 +2,18 @@
 # The hot paths' instruction counts under callgrind (exact run to run, unlike wall time on
 # these VMs): fork-join per join, an outside submit per task, an async yield per yield.
 # A restructuring must leave them within a few percent (BENCHMARKS.md has the history).
-# Each figure is the smallest of three runs (see `ir`).
 #   sh scripts/probes.sh [target-dir]
 set -eu
 dir=${1:-target}
 cargo build --quiet --release --target-dir "$dir" --example fib_probe --example spawn_remote --example yield_probe
 bin=$dir/release/examples
 out=$(mktemp -d)
-ir() { # fewest instructions of three callgrind runs of a command: with two workers the count
-    # depends on how valgrind interleaves them (steals, parks), and is bimodal from run to run
-    best=
-    for _ in 1 2 3; do
-        valgrind --tool=callgrind --callgrind-out-file="$out/cg" "$@" >/dev/null 2>&1
-        n=$(sed -n 's/^summary: //p' "$out/cg")
-        if [ -z "$best" ] || [ "$n" -lt "$best" ]; then best=$n; fi
-    done
-    echo "$best"
+ir() { # total instructions of one callgrind run of a command. --fair-sched=yes: valgrind runs
+    # one thread at a time, and its default lock lets the two workers interleave differently
+    # from run to run (steals, parks), which made the counts bimodal; its fair scheduler
+    # makes them repeat.
+    valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/cg" "$@" >/dev/null 2>&1
+    sed -n 's/^summary: //p' "$out/cg"
 }
 f15=$(ir "$bin/fib_probe" 15 1)
 f20=$(ir "$bin/fib_probe" 20 1)

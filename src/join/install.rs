@@ -35,7 +35,7 @@ impl<S: Spawner> ThreadPool<S> {
             let inner = self.inner();
             if inner.injector.is_closed() {
                 Error::Shutdown
-            } else if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+            } else if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
                 Error::Spawn
             } else {
                 Error::InvalidArgument

@@ -231,7 +231,7 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
     unsafe fn is_closed(sched: NonNull<()>) -> bool {
         // SAFETY: as above.
         let inner = unsafe { sched.cast::<Inner<S>>().as_ref() };
-        inner.load_sync(Ordering::Relaxed).state() == crate::scheduler::sync_word::State::Shutdown
+        inner.protocol.load(Ordering::Relaxed).state() == crate::scheduler::sync_word::State::Shutdown
     }
 
     unsafe fn wait(sched: NonNull<()>, signal: &Signal) {

@@ -33,7 +33,7 @@ impl<S: Spawner> ThreadPool<S> {
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
         let old = self.inner();
-        let config = Config { max_threads: old.max_threads as usize, stack_size: old.stack_size, idle_spins: old.idle_spins };
+        let config = Config { max_threads: old.protocol.max_threads() as usize, stack_size: old.stack_size, idle_spins: old.idle_spins };
         let fresh = Inner::build(config, spawner)?;
         // SAFETY: the caller's contract: nothing reads the old state now. It is moved out
         // (never dropped: kept, see the module docs) and the fresh one written in its place.
@@ -76,7 +76,9 @@ impl<S: Spawner> ThreadPool<S> {
             worker = boxed.next;
         }
         drop(mem::take(&mut inner.worker_table));
-        drop(mem::take(&mut inner.idle_map));
+        // SAFETY: moved out once; the protocol holds no lock or handle of a thread (atomics,
+        // and the idle set's words, freed here).
+        drop(unsafe { ptr::read(&inner.protocol) }.into_idle_words());
         // SAFETY: as above: moved out once, never dropped (kept).
         crate::keep::keep(unsafe { ptr::read(&inner.join_parker) });
         // SAFETY: as above.

@@ -49,8 +49,8 @@ impl<S: Spawner> fmt::Debug for ThreadPool<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.inner();
         f.debug_struct("ThreadPool")
-            .field("sync", &inner.load_sync(Ordering::Relaxed))
-            .field("max_threads", &inner.max_threads)
+            .field("sync", &inner.protocol.load(Ordering::Relaxed))
+            .field("max_threads", &inner.protocol.max_threads())
             .finish_non_exhaustive()
     }
 }

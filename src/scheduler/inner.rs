@@ -10,45 +10,38 @@ use alloc::boxed::Box;
 use super::config::{Config, MAX_IDLE_SPINS};
 use super::driver::DriverSlot;
 use super::counters::Counters;
-use super::sync_word::{State, Sync, MAX_THREADS};
+use super::protocol::Protocol;
+use super::sync_word::{State, MAX_THREADS};
 use super::worker::Worker;
 use crate::error::Error;
 use crate::fallible::try_boxed_slice;
 use crate::platform::Spawner;
 use crate::queue::injector::Injector;
 use crate::shutdown::ShutdownGate;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{AtomicPtr, AtomicUsize, CachePadded, IdleSet, Ordering};
 use crate::timer::Timers;
 
 /// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
 pub(crate) struct Inner<S: Spawner> {
-    /// The packed `Sync` word (see `sync_word`). Padded: every notify reads it.
-    pub(super) sync: CachePadded<AtomicU32>,
+    /// The waking protocol's state: the `Sync` word, the spinning count, the idle set, the
+    /// timer role and `waits_released` (`protocol.rs`). First: the word is the line every
+    /// notify reads.
+    pub(crate) protocol: Protocol,
     /// External submissions and ring overflow.
     pub(crate) injector: Injector,
     /// Push-only intrusive list of workers (newest first).
     pub(super) workers: AtomicPtr<Worker<S>>,
     /// Worker by index, for `wake_one`.
     pub(super) worker_table: Box<[AtomicPtr<Worker<S>>]>,
-    /// One bit per worker index: set while the worker is parking.
-    pub(super) idle_map: Box<[AtomicUsize]>,
-    /// Idle workers in their spin phase (counted in `idle`, not yet in `idle_map`): a notify
-    /// that sees one leaves the wake to it instead of unparking a sleeper (`sleep.rs`).
-    pub(super) spinning: AtomicUsize,
     /// Rounds an idle worker watches `Sync` before it parks (`Config::idle_spins`).
     pub(super) idle_spins: u32,
     /// Next worker index to hand out.
     pub(super) next_index: AtomicUsize,
-    pub(super) max_threads: u32,
     pub(super) stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last worker leaves.
     pub(super) join_parker: S::Parker,
     /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
     pub(super) gate: ShutdownGate,
-    /// Shutdown has fired the timers and woken the I/O waiters (`release_waits`): a draining
-    /// worker leaves only once it searched after this was set, so the delayed tasks that fire
-    /// queues run on the workers, as pool tasks, and not on the shutdown thread after them.
-    pub(super) waits_released: AtomicBool,
     pub(super) stats_spawn_failed: AtomicUsize,
     /// Counters of events on threads that are not workers (shared: `bump_shared`).
     pub(crate) outside: CachePadded<Counters>,
@@ -74,29 +67,15 @@ impl<S: Spawner> Inner<S> {
     pub(super) fn release_waits(&self) {
         self.shutdown_timers();
         self.driver.shutdown();
-        // Release: the fire's pushes come before the flag; a worker that reads it (Acquire)
-        // before a search finds them. The fence pairs with the one in `waits_released`, a
-        // Dekker pair over the flag and the workers' list: either a worker registered too late
-        // for our walk below reads the flag set, or the walk finds it and unparks it (loom:
-        // `driver_install_racing_shutdown`, whose worker starts while the pool shuts down).
-        self.waits_released.store(true, Ordering::Release);
-        crate::sync::fence(Ordering::SeqCst);
+        self.protocol.release_waits();
         self.unpark_all();
-    }
-
-    /// Whether shutdown released its waits (`release_waits`). Draining workers only: the fence
-    /// is the worker's half of `release_waits`' pair (its registration in the workers' list
-    /// came before).
-    pub(crate) fn waits_released(&self) -> bool {
-        crate::sync::fence(Ordering::SeqCst);
-        self.waits_released.load(Ordering::Acquire)
     }
 
     /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
     /// counted idle, none of them sleeps inside a task's wait, and every queue is empty. Once
     /// true it stays true until the next submit, which is not ordered with this check anyway.
     pub(super) fn is_idle(&self) -> bool {
-        let s = self.load_sync(Ordering::Relaxed);
+        let s = self.protocol.load(Ordering::Relaxed);
         // Pairs with the Release fence a worker makes before it counts itself idle inside a
         // task's wait (`worker.rs`): seeing that count, we see its `waiting_in_task`.
         crate::sync::fence(Ordering::Acquire);
@@ -120,7 +99,7 @@ impl<S: Spawner> Inner<S> {
             worker = w.next;
         }
         // Nobody woke meanwhile (a wake would have changed the word).
-        self.load_sync(Ordering::Acquire) == s
+        self.protocol.load(Ordering::Acquire) == s
     }
 }
 
@@ -148,23 +127,18 @@ impl<S: Spawner> Inner<S> {
         if config.idle_spins > MAX_IDLE_SPINS {
             return Err(Error::InvalidArgument);
         }
-        let words = max_threads.div_ceil(usize::BITS as usize);
         let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
-        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        let idle_words = try_boxed_slice(IdleSet::words_for(max_threads), |_| AtomicUsize::new(0))?;
         Ok(Inner {
-            sync: CachePadded(AtomicU32::new(Sync::default().0)),
+            protocol: Protocol::new(max_threads as u32, idle_words),
             injector: Injector::new(),
             workers: AtomicPtr::new(ptr::null_mut()),
             worker_table,
-            idle_map,
-            spinning: AtomicUsize::new(0),
             idle_spins: config.idle_spins,
             next_index: AtomicUsize::new(0),
-            max_threads: max_threads as u32,
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
             gate: ShutdownGate::new(),
-            waits_released: AtomicBool::new(false),
             stats_spawn_failed: AtomicUsize::new(0),
             outside: CachePadded(Counters::default()),
             refs: CachePadded(AtomicUsize::new(1)),

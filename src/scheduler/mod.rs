@@ -33,6 +33,7 @@ pub(crate) mod interval;
 pub(crate) mod job;
 mod park;
 mod pool;
+pub(crate) mod protocol;
 mod run;
 mod search;
 pub(crate) mod sleep;

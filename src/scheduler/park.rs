@@ -2,10 +2,10 @@
 //! parker role), or in the I/O driver; and unparking one.
 //!
 //! # The timer parker
-//! `Timers::parker` names at most one idle worker: the one that parks with a timeout on the
+//! The timer role (`Protocol`'s `role`) names at most one idle worker: the one that parks with a timeout on the
 //! wheel's next deadline. A worker about to park claims the role if it is free and the wheel
 //! is not empty (SeqCst CAS, then a SeqCst read of `next_tick`); a timer that becomes the
-//! earliest stores `next_tick` (SeqCst) and then reads `parker` (SeqCst). Store-load on both
+//! earliest stores `next_tick` (SeqCst) and then reads the role (SeqCst). Store-load on both
 //! sides (a Dekker pair): either the registering thread sees the parker and unparks it (a
 //! token it keeps if it has not parked yet), or the parker sees the new deadline. When the
 //! registering thread sees no parker it notifies the pool (one idle worker wakes, finds no
@@ -24,7 +24,7 @@ use super::inner::Inner;
 use super::sync_word::State;
 use super::worker::Worker;
 use crate::platform::{Parker, Spawner};
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 use crate::timer::wheel::{tick_of, NONE, TICK_SHIFT};
 
 impl<S: Spawner> Inner<S> {
@@ -44,7 +44,7 @@ impl<S: Spawner> Inner<S> {
         w.parker.unpark();
         // SeqCst: after the caller's notification or shutdown store (and its fence), so a
         // worker that claims the role later sees those in its own re-read (`park_worker`).
-        if self.timers().parker.load(Ordering::SeqCst) == w.index + 1 {
+        if self.protocol.role_holder(Ordering::SeqCst) == Some(w.index) {
             if let Some(driver) = self.driver.get() {
                 driver.unpark();
             }
@@ -55,7 +55,7 @@ impl<S: Spawner> Inner<S> {
     /// (a driver is installed and nobody holds the timer-parker role): a hint, read Relaxed.
     #[inline]
     pub(crate) fn would_drive(&self, may_drive: bool) -> bool {
-        may_drive && self.driver.is_installed() && self.timers().parker.load(Ordering::Relaxed) == 0
+        may_drive && self.driver.is_installed() && self.protocol.role_holder(Ordering::Relaxed).is_none()
     }
 
     /// Hook: an idle worker parks (`scheduler::sleep`, `park`), in place of `me.parker.park()`.
@@ -71,21 +71,18 @@ impl<S: Spawner> Inner<S> {
         // waiting for a latch cannot): else the I/O would go unwatched while others idle.
         if (timers.next_tick(Ordering::Relaxed) == NONE && !drive)
             || (installed && !may_drive)
-            || timers.parker.compare_exchange(0, me.index + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
+            || !self.protocol.claim_role(me.index)
         {
             me.parker.park();
             return;
         }
-        // After the claim: the wheel's next deadline (module docs), and any wake aimed at us
-        // before our claim was visible (`unpark_worker`: it then unparked only our parker,
-        // which the driver does not watch). The fence is the claim's half of the Dekker pair
-        // with `kick_of` (SeqCst accesses alone would do in the C++ model; loom checks the
-        // pair only through fences).
-        fence(Ordering::SeqCst);
+        // After the claim (and its fence, `Protocol::claim_role`): the wheel's next deadline
+        // (module docs), and any wake aimed at us before our claim was visible
+        // (`unpark_worker`: it then unparked only our parker, which the driver does not watch).
         let next = timers.next_tick(Ordering::SeqCst);
-        let s = self.load_sync(Ordering::SeqCst);
+        let s = self.protocol.load(Ordering::SeqCst);
         if s.notified() || s.state() == State::Shutdown {
-            timers.parker.store(0, Ordering::SeqCst);
+            self.protocol.release_role();
             return;
         }
         let now = if next == NONE { None } else { self.spawner.now_ns() };
@@ -101,7 +98,7 @@ impl<S: Spawner> Inner<S> {
                 (false, None) => me.parker.park(),
             }
         }
-        timers.parker.store(0, Ordering::SeqCst);
+        self.protocol.release_role();
         if timers.next_tick(Ordering::Relaxed) != NONE {
             if let Some(now) = self.spawner.now_ns() {
                 timers.fire(tick_of(now), true);
@@ -122,6 +119,6 @@ impl<S: Spawner> Inner<S> {
     /// was notified, its own queues hold tasks (woken by its fire: `schedule_woken` queues
     /// them there without a notification), or the wait it parks in is over. A hint (Relaxed).
     fn leaves_idle(&self, me: &Worker<S>, is_done: &dyn Fn() -> bool) -> bool {
-        self.load_sync(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
+        self.protocol.load(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
     }
 }

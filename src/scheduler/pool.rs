@@ -31,7 +31,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn max_threads(&self) -> usize {
-        self.inner().max_threads as usize
+        self.inner().protocol.max_threads() as usize
     }
 
     /// The platform this pool runs on.
@@ -155,7 +155,7 @@ impl<S: Spawner> ThreadPool<S> {
             inner.notify(false);
             return Ok(());
         }
-        if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+        if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
             self.start_first_thread()?;
         }
         inner.injector.push(batch, true).map_err(|_| Error::Shutdown)?;
@@ -322,7 +322,7 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::Shutdown);
         }
         inner.notify(false);
-        let s = inner.load_sync(Ordering::Acquire);
+        let s = inner.protocol.load(Ordering::Acquire);
         if s.state() == State::Shutdown {
             return Err(Error::Shutdown);
         }

@@ -79,7 +79,7 @@ impl<S: Spawner> Inner<S> {
             if search {
                 if draining {
                     // Before the search: it then finds what the released waits queued.
-                    released = self.waits_released();
+                    released = self.protocol.waits_released();
                 }
                 while !done() {
                     let found = match until {
@@ -131,7 +131,7 @@ impl<S: Spawner> Inner<S> {
                     // unpark may have come while we ran a task and been taken by a wait inside
                     // it, so only a read after our last park can rely on it.
                     None => {
-                        if !self.waits_released() {
+                        if !self.protocol.waits_released() {
                             me.parker.park();
                         }
                         continue;

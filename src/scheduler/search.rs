@@ -282,7 +282,7 @@ impl<S: Spawner> Inner<S> {
         let found = consumer.pop().map(|first| {
             // A batch only into an empty ring (see above); `len` is exact for the owner.
             let room = if me.ring.is_empty() {
-                fair_share(consumer.len() + 1, self.load_sync(Ordering::Relaxed).spawned()) - 1
+                fair_share(consumer.len() + 1, self.protocol.load(Ordering::Relaxed).spawned()) - 1
             } else {
                 0
             };

@@ -1,6 +1,8 @@
-//! The sleep/wake protocol on the `Sync` word: `notify`, `wait`, `park`, and shutdown's
-//! hand-shake. Design text 002 "Counter/Sync Algorithm", made concrete; the full argument for
-//! why no wake-up is lost and no herd forms is in `scheduler/README.md`.
+//! The sleep/wake protocol as the workers run it: `notify` (and whom it wakes), `wait_or` (a
+//! worker's wait: consume, go idle, spin, park), and shutdown's hand-shake. Design text 002
+//! "Counter/Sync Algorithm", made concrete. The decisions are the `Sync` word's transitions
+//! (`sync_word.rs`), their atomics and fences `protocol.rs`'s; the full argument for why no
+//! wake-up is lost and no herd forms is in `scheduler/README.md`.
 //!
 //! Summary of the rules:
 //! * **Throttle**: a notify wakes (or spawns) a thread only when the state is `Pending`, or when
@@ -20,11 +22,12 @@
 use core::ptr::NonNull;
 
 use super::context::WorkerContext;
+use super::inner::Inner;
+use super::protocol::WaitOutcome;
+use super::sync_word::{State, WaitEnd, Waiter, Wake};
 use super::worker::Worker;
-use super::Inner;
 use crate::platform::{Parker, Spawner};
-use crate::sync::{fence, spin_hint, Ordering};
-use super::sync_word::{State, Sync};
+use crate::sync::{spin_hint, Ordering};
 
 /// How `wait_or` ended.
 #[derive(Debug)]
@@ -37,177 +40,64 @@ pub(crate) enum Waited {
     Shutdown,
 }
 
-const WORD_BITS: usize = usize::BITS as usize;
-
 impl<S: Spawner> Inner<S> {
-    #[inline]
-    pub(crate) fn load_sync(&self, order: Ordering) -> Sync {
-        Sync(self.sync.load(order))
-    }
-
     /// After `join` pushed a job on its worker's join deque: wakes (or starts) a thread only if
     /// one is idle (or may be started) and no wake is in flight; otherwise one load and nothing
     /// written. Skips the `notified` flag on purpose: a worker going to sleep at this instant may
     /// miss the job, which costs parallelism but never progress, since the pushing worker takes
     /// its job back itself (README, "Join jobs").
     ///
-    /// Always inlined: it is on the yield path (`harness::run`'s re-queue). It calls `notify_slow`
-    /// directly: `notify`'s fast path (notified, nobody to wake) cannot apply when
-    /// `wants_join_work` saw somebody to wake.
+    /// Always inlined: it is on the yield path (`harness::run`'s re-queue).
     #[inline(always)]
     pub(crate) fn notify_join(&self) {
-        if self.wants_join_work() {
-            self.notify_slow(false);
+        let wake = self.protocol.notify_join();
+        if wake != Wake::Nothing {
+            self.wake(wake);
         }
     }
 
     /// Whether a join job offered now could be picked up: a worker is idle or one more can be
     /// started, and no wake-up is in flight already. `join` promotes a latent frame only then
-    /// (`scheduler::frame`); a stale answer costs parallelism, never progress (the Relaxed load).
+    /// (`frame.rs`); a stale answer costs parallelism, never progress (the Relaxed load).
     #[inline(always)]
     pub(crate) fn wants_join_work(&self) -> bool {
-        let s = self.load_sync(Ordering::Relaxed);
-        s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads)
+        self.protocol.load(Ordering::Relaxed).wants_work(self.protocol.max_threads())
     }
 
     /// Tells the pool there is new work. `is_waking`: the caller is the waking thread and hands
-    /// its right to wake on (or gives it up if nobody can be woken).
+    /// its right on (or gives it up if nobody can be woken).
     #[inline]
     pub(crate) fn notify(&self, is_waking: bool) {
-        // The busy pool's fast path, hoisted out of the loop below (same decision, fewer
-        // instructions per submit): already notified and nobody to wake. The fence and re-read
-        // are the ones explained in `notify_slow`'s fast-path branch.
-        if !is_waking {
-            let s = self.load_sync(Ordering::Relaxed);
-            if s.notified() && !self.can_wake_someone(s) {
-                fence(Ordering::SeqCst);
-                if self.load_sync(Ordering::Relaxed) == s {
-                    return;
-                }
-            }
-        }
-        self.notify_slow(is_waking);
-    }
-
-    /// Whether a non-waking notify seeing `s` would wake or spawn a thread (or stop: shutdown).
-    #[inline]
-    fn can_wake_someone(&self, s: Sync) -> bool {
-        s.state() == State::Shutdown
-            || (s.state() == State::Pending && (s.idle() > 0 || s.spawned() < self.max_threads))
-    }
-
-    /// The general case of `notify`: one CAS loop over the `Sync` word.
-    #[inline(never)]
-    fn notify_slow(&self, is_waking: bool) {
-        let mut s = self.load_sync(Ordering::Relaxed);
-        let mut fenced = false;
-        loop {
-            if s.state() == State::Shutdown {
-                return;
-            }
-            let can_wake = is_waking || s.state() == State::Pending;
-            let mut new = s.with_notified(true);
-            let action = if can_wake && s.idle() > 0 {
-                new = new.with_state(State::Signaled);
-                Wake::Unpark
-            } else if can_wake && s.spawned() < self.max_threads {
-                new = new.with_state(State::Signaled).inc_spawned();
-                Wake::Spawn
-            } else if is_waking {
-                // Nobody to wake: give the waking right back.
-                new = new.with_state(State::Pending);
-                Wake::Nothing
-            } else if s.notified() {
-                // The fast path of a busy pool: already notified, nothing to wake. It writes
-                // nothing, so no Release orders our push before the consumer's search: a
-                // SeqCst fence pairs with the one after the consuming CAS in `wait_or`.
-                // Either our re-read sees that consumption (`notified` clear: we set it again
-                // below, with Release), or the consumer's search sees our push. Without it the
-                // worker consumes the flag, misses the task and sleeps: a lost wake-up (loom:
-                // `sync_notify_racing_wait`).
-                if !fenced {
-                    fenced = true;
-                    fence(Ordering::SeqCst);
-                    s = self.load_sync(Ordering::Relaxed);
-                    continue;
-                }
-                return;
-            } else {
-                Wake::Nothing
-            };
-            // Release: the work pushed before this notify is visible to the thread that
-            // consumes the notification (its CAS in `wait` is Acquire).
-            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => {
-                    match action {
-                        Wake::Unpark => self.wake_one(),
-                        Wake::Spawn => self.spawn_worker(),
-                        Wake::Nothing => {}
-                    }
-                    return;
-                }
-                Err(actual) => s = Sync(actual),
-            }
+        let wake = self.protocol.notify(is_waking);
+        if wake != Wake::Nothing {
+            self.wake(wake);
         }
     }
 
-    /// Unparks one worker whose bit is set in the idle map (see the module's Dekker note).
+    /// Does what a notify decided: unpark a sleeper, or start a thread.
     #[cold]
-    fn wake_one(&self) {
-        // Pairs with the fence in `park`: our `Sync` update above vs. its idle-map bit (and
-        // vs. its `spinning` decrement).
-        fence(Ordering::SeqCst);
-        if self.spinning.load(Ordering::Relaxed) > 0 {
-            // A worker is in its spin phase, watching `Sync`: it will consume our `notified`
-            // within a few rounds, with no system call on either side. If it has just left
-            // the spin (its decrement is not visible to us), the fence pair makes its `park`
-            // see `notified` and not sleep.
-            return;
-        }
-        for (word_index, word) in self.idle_map.iter().enumerate() {
-            let mut bits = word.load(Ordering::Relaxed);
-            while bits != 0 {
-                let bit = bits.trailing_zeros() as usize;
-                let mask = 1usize << bit;
-                let prev = word.fetch_and(!mask, Ordering::Acquire);
-                if prev & mask != 0 {
-                    let worker = self.worker_at(word_index * WORD_BITS + bit);
-                    if let Some(worker) = worker {
-                        // SAFETY: workers live until the pool is dropped (after every thread
-                        // is joined), so the pointer from the table is valid.
-                        self.unpark_worker(unsafe { worker.as_ref() });
-                    }
-                    return;
+    #[inline(never)]
+    fn wake(&self, wake: Wake) {
+        match wake {
+            Wake::Unpark => {
+                if let Some(worker) = self.protocol.take_sleeper().and_then(|index| self.worker_at(index)) {
+                    // SAFETY: workers live until the pool is dropped (after every thread is
+                    // joined), so the pointer from the table is valid.
+                    self.unpark_worker(unsafe { worker.as_ref() });
                 }
-                bits = prev & !mask;
             }
+            Wake::Spawn => self.spawn_worker(),
+            Wake::Nothing => {}
         }
-        // No bit set: the worker counted in `idle` has not reached `park` yet and will see
-        // `notified` there.
     }
 
-    /// Unparks one idle worker other than `me` (whose bit is set in the idle map), leaving its
-    /// bit for it to clear: the timer parker hands its role on (`scheduler::park`).
+    /// Unparks one idle worker other than `me`, leaving its bit for it to clear: the timer
+    /// parker hands its role on (`park.rs`).
     #[cold]
     pub(crate) fn unpark_idle_except(&self, me: usize) {
-        // Pairs with the fence in `park`, a Dekker pair over the role word and the idle map:
-        // the caller gave the role back (a SeqCst store) before this scan, and a worker on its
-        // way to sleep set its bit before its fence and its role claim. Either that claim sees
-        // the role free and takes it, or this scan sees the bit and unparks the worker.
-        fence(Ordering::SeqCst);
-        for (word_index, word) in self.idle_map.iter().enumerate() {
-            let mut bits = word.load(Ordering::Relaxed);
-            while bits != 0 {
-                let index = word_index * WORD_BITS + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if index != me {
-                    if let Some(worker) = self.worker_at(index) {
-                        // SAFETY: workers live until the pool is dropped.
-                        self.unpark_worker(unsafe { worker.as_ref() });
-                    }
-                    return;
-                }
-            }
+        if let Some(worker) = self.protocol.idle_except(me).and_then(|index| self.worker_at(index)) {
+            // SAFETY: workers live until the pool is dropped.
+            self.unpark_worker(unsafe { worker.as_ref() });
         }
     }
 
@@ -216,8 +106,8 @@ impl<S: Spawner> Inner<S> {
         NonNull::new(self.worker_table.get(index)?.load(Ordering::Acquire))
     }
 
-    /// Starts one more thread; on failure (no memory for its state, or no thread), undoes
-    /// the `spawned` increment and the signal.
+    /// Starts one more thread; on failure (no memory for its state, or no thread), gives its
+    /// place back and withdraws the signal (`Sync::spawn_failed`).
     #[cold]
     fn spawn_worker(&self) {
         if let Ok(worker) = self.alloc_worker() {
@@ -228,20 +118,7 @@ impl<S: Spawner> Inner<S> {
             unsafe { Self::free_unstarted(worker) };
         }
         self.stats_spawn_failed.fetch_add(1, Ordering::Relaxed);
-        let mut s = self.load_sync(Ordering::Relaxed);
-        loop {
-            let mut new = s.dec_spawned();
-            // Our signal is still unconsumed (no thread exists to consume it): withdraw it
-            // so the next notify can try again.
-            if s.state() == State::Signaled {
-                new = new.with_state(State::Pending);
-            }
-            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(actual) => s = Sync(actual),
-            }
-        }
-        if s.state() == State::Shutdown && s.spawned() == 1 {
+        if self.protocol.spawn_failed() {
             self.join_parker.unpark();
         }
     }
@@ -251,103 +128,51 @@ impl<S: Spawner> Inner<S> {
     /// now the waking thread (also when `done` is true by then: the caller owes the search, or
     /// hands the notification on). Returns `Shutdown` when the pool is shutting down, and, with
     /// a `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
-    /// the condition's setter must unpark the worker's parker after making it true.
-    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, mut is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
+    /// the condition's setter must unpark the worker's parker after making it true. Each step
+    /// is `Sync::wait`.
+    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
         // Going idle: the injector interval's window in progress measures no poll time now.
         cx.interrupt_interval();
         let is_done = || done.is_some_and(|d| d());
-        let mut is_idle = false;
-        let mut local_work = false;
-        let mut s = self.load_sync(Ordering::Relaxed);
+        let mut w = Waiter { is_waking, ..Waiter::default() };
+        let mut s = self.protocol.load(Ordering::Relaxed);
         loop {
-            if s.state() == State::Shutdown {
-                // `s` may come from a Relaxed load: Acquire pairs with `begin_shutdown`'s
-                // AcqRel CAS, so the drain that follows sees every push made before shutdown
-                // (found by Miri: tests/stress.rs tree_with_immediate_shutdown).
-                fence(Ordering::Acquire);
-                return Waited::Shutdown;
-            }
-            let leaving = is_done();
-            if s.notified() || !is_idle || leaving || local_work {
-                let mut new = s.with_notified(false);
-                if s.notified() {
-                    // Consume the notification: search again instead of sleeping.
-                    if s.state() == State::Signaled {
-                        new = new.with_state(State::Waking);
-                    }
-                    if is_idle {
-                        new = new.dec_idle();
-                    }
-                } else if local_work {
-                    // Our park filled our own queues (an I/O or timer dispatch): back to
-                    // work, not idle, without a notification (`schedule_woken`).
-                    new = new.dec_idle();
-                } else if leaving {
-                    // Done while nothing was notified: just leave (idle or not).
-                    if is_idle {
-                        new = new.dec_idle();
-                    }
-                    if is_waking {
-                        new = new.with_state(State::Pending);
-                    }
-                } else {
-                    // Go idle; a waking thread that found nothing gives its right back.
-                    new = new.inc_idle();
-                    if is_waking {
-                        new = new.with_state(State::Pending);
-                    }
+            w.leaving = is_done();
+            match self.protocol.wait(&mut s, w) {
+                WaitOutcome::Shutdown => return Waited::Shutdown,
+                // Even if the wait is over (`leaving`): the consumer owes a search, and
+                // `run_until` hands the notification on if it leaves first.
+                WaitOutcome::End(WaitEnd::Notified { waking }) => return Waited::Notified(waking),
+                WaitOutcome::End(WaitEnd::Done) => return Waited::Done,
+                // Our park filled our own queues (an I/O or timer dispatch): back to work, not
+                // idle, without a notification (`schedule_woken`).
+                WaitOutcome::End(WaitEnd::LocalWork) => return Waited::Notified(false),
+                WaitOutcome::End(WaitEnd::Idle) => {
+                    // Out of work: ask the busy workers to offer their latent joins.
+                    self.raise_hunger(cx.worker());
+                    w.is_waking = false;
+                    w.is_idle = true;
+                    continue;
                 }
-                // Acquire pairs with notify's Release: the notified work is visible. Release:
-                // the tasks this worker ran are visible to whoever sees it idle
-                // (`ThreadPool::wait_idle`; Miri's weak memory returned a count one short).
-                match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
-                    Ok(_) => {
-                        if s.notified() {
-                            // Pairs with the fence on `notify`'s fast path (see there): our
-                            // search below sees every push whose notify found `notified` set.
-                            fence(Ordering::SeqCst);
-                            // Even if the wait is over (`leaving`): the consumer owes a search,
-                            // and `run_until` hands the notification on if it leaves first.
-                            return Waited::Notified(is_waking || s.state() == State::Signaled);
-                        }
-                        if leaving {
-                            return Waited::Done;
-                        }
-                        if local_work {
-                            return Waited::Notified(false);
-                        }
-                        if !is_idle {
-                            // Out of work: ask the busy workers to offer their latent joins.
-                            self.raise_hunger(cx.worker());
-                        }
-                        is_waking = false;
-                        is_idle = true;
-                        s = new;
-                        continue;
-                    }
-                    Err(actual) => {
-                        s = Sync(actual);
-                        continue;
-                    }
-                }
+                WaitOutcome::Park => {}
             }
-            local_work = self.park(cx, &is_done, done.is_none());
-            s = self.load_sync(Ordering::Relaxed);
+            w.local_work = self.park(cx, &is_done, done.is_none());
+            s = self.protocol.load(Ordering::Relaxed);
         }
     }
 
-    /// The progressive phase: an idle worker (already counted in `idle`) watches `Sync` for
+    /// The progressive phase: an idle worker (already counted in `idle`) watches the word for
     /// `idle_spins` rounds before it sleeps. Returns true if a notification, shutdown or `done`
-    /// showed up meanwhile (the caller re-reads `Sync` instead of parking).
+    /// showed up meanwhile (the caller re-reads the word instead of parking).
     #[inline]
     fn spin(&self, is_done: &dyn Fn() -> bool) -> bool {
         if self.idle_spins == 0 {
             return false;
         }
-        self.spinning.fetch_add(1, Ordering::Relaxed);
+        self.protocol.spin_begin();
         let mut seen = false;
         for _ in 0..self.idle_spins {
-            let s = self.load_sync(Ordering::Relaxed);
+            let s = self.protocol.load(Ordering::Relaxed);
             // Only work from outside (the injector) and work offered for stealing (a join
             // deque: a promoted join half, a fork) end the spin early. A notification for a
             // busy worker's own ring waits until the spin is over (`park` then sees it and
@@ -363,17 +188,7 @@ impl<S: Spawner> Inner<S> {
             }
             spin_hint();
         }
-        // Before `park`'s idle-map bit and fence (see `wake_one`).
-        self.spinning.fetch_sub(1, Ordering::Relaxed);
-        if seen {
-            // Leaving early (for `done`, say) skips `park`'s fence, but a notifier may have
-            // counted on us (it saw `spinning > 0` and unparked nobody): this fence pairs with
-            // the one in `wake_one`, so the caller's re-read of `Sync` sees that notification,
-            // and `wait_or` consumes it (`run_until` hands it on if the wait leaves). Without
-            // it a worker leaving for `done` could strand a `Signaled` word with every other
-            // worker parked.
-            fence(Ordering::SeqCst);
-        }
+        self.protocol.spin_end(seen);
         seen
     }
 
@@ -403,25 +218,21 @@ impl<S: Spawner> Inner<S> {
             return false;
         }
         let me = cx.worker();
-        let word = &self.idle_map[me.index / WORD_BITS];
-        let mask = 1usize << (me.index % WORD_BITS);
-        word.fetch_or(mask, Ordering::Relaxed);
-        // Pairs with the fence in `wake_one`: either we see its `notified`, or it sees our bit.
-        fence(Ordering::SeqCst);
-        let s = self.load_sync(Ordering::Relaxed);
+        // Either we see a notifier's `notified` here, or it sees our bit (`protocol.rs`).
+        let s = self.protocol.announce_park(me.index);
         if !s.notified() && s.state() != State::Shutdown && !is_done() {
             me.stats.parks.bump_owned();
             // The parker; with the next timer deadline as timeout, or in the I/O driver, if this
-            // worker takes the timer-parker role (`scheduler::park`). The tasks its dispatch
-            // wakes go to our own queues with no notification until it is over.
+            // worker takes the timer role (`park.rs`). The tasks its dispatch wakes go to our
+            // own queues with no notification until it is over.
             cx.in_park.set(true);
             self.park_worker(me, may_drive, is_done);
             cx.in_park.set(false);
         }
-        // Woken by `wake_one` (bit already clear), by shutdown, by `done`'s setter, or
-        // spuriously: leave the map either way; `wait_or` re-reads `Sync` and comes back here
-        // if it has to.
-        word.fetch_and(!mask, Ordering::Relaxed);
+        // Woken by a notify (bit already clear), by shutdown, by `done`'s setter, or
+        // spuriously: leave the set either way; `wait_or` reads the word again and comes back
+        // here if it has to.
+        self.protocol.withdraw_park(me.index);
         // Our own queues (we are their owner) were empty when we went idle: what is there now
         // was queued by a dispatch inside the park.
         let ring_empty = me.ring.is_empty();
@@ -434,34 +245,17 @@ impl<S: Spawner> Inner<S> {
 
     /// A worker leaves for good. The last one out during shutdown wakes the joiner.
     pub(crate) fn unregister_thread(&self) {
-        // AcqRel: Release makes this thread's work visible to the joiner; Acquire orders us
-        // after the shutdown transition we are reacting to.
-        let s = Sync(self.sync.fetch_sub(Sync::ONE_SPAWNED, Ordering::AcqRel));
-        debug_assert!(s.spawned() > 0);
-        if s.state() == State::Shutdown && s.spawned() == 1 {
+        if self.protocol.leave() {
             self.join_parker.unpark();
         }
     }
 
-    /// Moves `Sync` to `Shutdown` and wakes every worker so it drains and exits.
+    /// Moves the word to `Shutdown` and wakes every worker so it drains and exits: every
+    /// registered worker gets a token; one still registering reads `Shutdown` in `wait` (its
+    /// registration happened before its first write of the word), or is found by this walk
+    /// (`Protocol::begin_shutdown`).
     pub(crate) fn begin_shutdown(&self) {
-        let mut s = self.load_sync(Ordering::Relaxed);
-        loop {
-            let new = s.with_state(State::Shutdown);
-            match self.sync.compare_exchange_weak(s.0, new.0, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(actual) => s = Sync(actual),
-            }
-        }
-        // Pairs with the fence in `park` (a Dekker pair, as `wake_one`'s): either the parking
-        // worker reads `Shutdown` after its fence, or our list read below sees its insertion
-        // (made before it parks) and unparks it. The CAS alone is not enough: a worker's `Sync`
-        // updates are only Acquire, so they do not order its list insertion before our read,
-        // and a worker that registered just before shutdown could park for good (loom:
-        // `sync_shutdown_racing_notify_and_spawn`).
-        fence(Ordering::SeqCst);
-        // Every registered worker gets a token; one still registering will read `Shutdown`
-        // in `wait` (its registration happened before its first `Sync` update).
+        self.protocol.begin_shutdown();
         self.unpark_all();
     }
 
@@ -479,17 +273,11 @@ impl<S: Spawner> Inner<S> {
     /// Blocks until every started thread has unregistered.
     pub(crate) fn wait_for_threads(&self) {
         loop {
-            // Acquire pairs with `unregister_thread`'s Release.
-            if self.load_sync(Ordering::Acquire).spawned() == 0 {
+            // Acquire pairs with `Protocol::leave`'s Release.
+            if self.protocol.load(Ordering::Acquire).spawned() == 0 {
                 return;
             }
             self.join_parker.park();
         }
     }
-}
-
-enum Wake {
-    Unpark,
-    Spawn,
-    Nothing,
 }

@@ -64,7 +64,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// ```
     pub fn stats(&self) -> Stats {
         let inner = self.inner();
-        let s = inner.load_sync(Ordering::Relaxed);
+        let s = inner.protocol.load(Ordering::Relaxed);
         let mut total = inner.outside.snapshot();
         for index in 0..inner.worker_table.len() {
             if let Some(worker) = inner.worker_at(index) {

@@ -69,12 +69,11 @@ impl<S: Spawner> Inner<S> {
     unsafe fn kick_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
         let inner = unsafe { pool.cast::<Self>().as_ref() };
-        // Pairs with the fence after the parker's claim (module docs); `register` stored
-        // `next_tick` with SeqCst before.
+        // Pairs with the fence after the role's claim (`Protocol::claim_role`); `register`
+        // stored `next_tick` with SeqCst before.
         fence(Ordering::SeqCst);
-        let parker = inner.timers().parker.load(Ordering::SeqCst);
-        if parker != 0 {
-            if let Some(worker) = inner.worker_at(parker - 1) {
+        if let Some(holder) = inner.protocol.role_holder(Ordering::SeqCst) {
+            if let Some(worker) = inner.worker_at(holder) {
                 // SAFETY: workers live until the pool is dropped.
                 inner.unpark_worker(unsafe { worker.as_ref() });
             }
@@ -240,7 +239,7 @@ impl<S: Spawner> ThreadPool<S> {
         if self.current_worker().is_none() && inner.injector.is_closed() {
             return Err(AfterError::Pool(Error::Shutdown));
         }
-        if inner.load_sync(Ordering::Relaxed).spawned() == 0 {
+        if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
             // A pool with no thread could never fire it: start one first (as `submit` does).
             self.start_first_thread().map_err(AfterError::Pool)?;
         }

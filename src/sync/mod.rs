@@ -21,10 +21,12 @@ mod backoff;
 mod cell;
 mod counter;
 mod hint;
+mod idle_set;
 mod padded;
 
 pub(crate) use backoff::Backoff;
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;
 pub(crate) use hint::spin_hint;
+pub(crate) use idle_set::IdleSet;
 pub(crate) use padded::CachePadded;

@@ -178,9 +178,6 @@ pub(crate) struct Timers {
     next_tick: AtomicU64,
     /// Entries in the wheel (written under the lock; a gauge for anyone).
     pending: AtomicUsize,
-    /// `index + 1` of the one idle worker that parks with a timeout on `next_tick`; 0 if none
-    /// (`scheduler::park`).
-    pub(crate) parker: AtomicUsize,
 }
 
 // SAFETY: the wheel's raw pointers are only followed under the lock.
@@ -340,12 +337,11 @@ impl Timers {
             }),
             next_tick: AtomicU64::new(NONE),
             pending: AtomicUsize::new(0),
-            parker: AtomicUsize::new(0),
         }
     }
 
     /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
-    /// SeqCst for the parker's decision (`scheduler::park`).
+    /// SeqCst for the timer role's decision (`scheduler::park`).
     #[inline]
     pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
         self.next_tick.load(order)
@@ -386,7 +382,7 @@ impl Timers {
         self.wheel.with_mut(|w| unsafe { &mut *w })
     }
 
-    /// Publishes the wheel's next deadline (SeqCst: pairs with the parker's claim, `scheduler::park`).
+    /// Publishes the wheel's next deadline (SeqCst: pairs with the timer role's claim, `scheduler::park`).
     fn publish(&self, wheel: &Wheel) -> u64 {
         let next = wheel.next_tick();
         self.next_tick.store(next, Ordering::SeqCst);
