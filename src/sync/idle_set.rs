@@ -8,7 +8,7 @@
 
 use alloc::boxed::Box;
 
-use super::{AtomicUsize, Ordering};
+use super::atomic::{AtomicUsize, Ordering};
 
 const WORD_BITS: usize = usize::BITS as usize;
 

@@ -10,13 +10,8 @@
 //! every access; the non-loom [`UnsafeCell`] here offers the same interface at zero cost, so the
 //! code using it reads the same under both.
 
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
-#[cfg(not(loom))]
-pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
-pub(crate) use core::sync::atomic::Ordering;
-
+mod atomic;
 mod backoff;
 mod cell;
 mod counter;
@@ -24,6 +19,7 @@ mod hint;
 mod idle_set;
 mod padded;
 
+pub(crate) use atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 pub(crate) use backoff::Backoff;
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;
