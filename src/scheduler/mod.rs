@@ -36,6 +36,7 @@ mod pool;
 pub(crate) mod protocol;
 mod run;
 mod search;
+mod seeking;
 pub(crate) mod sleep;
 mod spawn;
 pub(crate) mod timers;

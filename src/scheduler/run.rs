@@ -29,7 +29,9 @@ use super::context::WorkerContext;
 use super::inner::Inner;
 use super::job::Until;
 use super::search::Found;
+use super::seeking::{Handoff, Seeking};
 use super::sleep::Waited;
+use super::worker::Worker;
 use crate::latch::Signal;
 use crate::platform::{Parker, Spawner};
 use crate::sync::{fence, Ordering};
@@ -50,37 +52,13 @@ impl<S: Spawner> Inner<S> {
     pub(crate) fn run_until(&self, cx: &WorkerContext<S>, until: Option<Until<'_>>) {
         let me = cx.worker();
         let done = || until.is_some_and(|u| u.signal.is_setting());
-        // A wait registers this worker as the signal's waiter only before its first sleep: a
-        // fork-join wait usually finds its forks in its own deque and runs them, and then
-        // its signal was set with no waiter to wake (no unpark, no atomic read-modify-write).
-        let mut registered = until.is_none();
-        let mut register = || {
-            if registered {
-                return true;
-            }
-            registered = true;
-            let until = until.expect("a wait has a signal");
-            // SAFETY: we are the signal's only waiter; a worker's parker lives until the pool
-            // is dropped.
-            unsafe { until.signal.register(&crate::latch::parker_waker(&me.parker)) }
-        };
-        let mut is_waking = false;
-        // A consumed notification obliges its consumer to search until the queues come up
-        // empty: the pushes it stands for may be several (`notify`'s fast path shares one).
-        // A wait that leaves before that, even one that was over when it consumed the
-        // notification, hands a notification on (`leave_wait`, `block_until`).
-        let mut owes_search = false;
-        let mut draining = false;
-        // Draining: shutdown had released its waits when the last search began.
-        let mut released = false;
+        let mut st = Seeking::new(until.is_some());
         // The worker's own loop starts by consuming the notification that started its thread.
         let mut search = until.is_some();
         loop {
             if search {
-                if draining {
-                    // Before the search: it then finds what the released waits queued.
-                    released = self.protocol.waits_released();
-                }
+                // Before the search: it then finds what the released waits queued.
+                st.search_begins(|| self.protocol.waits_released());
                 while !done() {
                     let found = match until {
                         None => self.find_work(cx),
@@ -88,23 +66,22 @@ impl<S: Spawner> Inner<S> {
                             Found::Task(task, pushed) => Some((task, pushed)),
                             Found::Nothing => None,
                             Found::Bounded => {
-                                if register() {
-                                    self.block_until(cx, until.signal, is_waking, owes_search);
+                                if self.register_waiter(me, until, &mut st) {
+                                    self.block_until(cx, until.signal, st);
                                 } else {
-                                    self.leave_wait(cx, is_waking, owes_search);
+                                    self.leave_wait(cx, st);
                                 }
                                 return;
                             }
                         },
                     };
                     let Some((task, pushed)) = found else {
-                        owes_search = false;
+                        st.came_up_empty();
                         break;
                     };
-                    if is_waking || pushed {
+                    if let Some(is_waking) = st.found(pushed) {
                         self.notify(is_waking);
                     }
-                    is_waking = false;
                     self.run_task(cx, task);
                     if until.is_none() {
                         // The busy path: this worker's own tasks back to back, no notification
@@ -117,10 +94,10 @@ impl<S: Spawner> Inner<S> {
                 }
             }
             search = true;
-            if done() || !register() {
+            if done() || !until.is_none_or(|until| self.register_waiter(me, until, &mut st)) {
                 break;
             }
-            if draining {
+            if let Some(released) = st.draining() {
                 match until {
                     // Drained: a submit accepted just before the injector closed may still be
                     // linking its batch; `shutdown` waits for it after joining us and runs it.
@@ -149,48 +126,53 @@ impl<S: Spawner> Inner<S> {
                 // flag too (its Acquire fence after the count pairs with this one).
                 fence(Ordering::Release);
             }
-            let waited = self.wait_or(cx, is_waking, until.map(|_| &done as &dyn Fn() -> bool));
+            let waited = self.wait_or(cx, st.is_waking, until.map(|_| &done as &dyn Fn() -> bool));
             if until.is_some() {
                 me.waiting_in_task.store(false, Ordering::Relaxed);
             }
             match waited {
-                Waited::Notified(waking) => {
-                    is_waking = waking;
-                    owes_search = true;
-                }
+                Waited::Notified(waking) => st.notified(waking),
                 Waited::Done => return,
                 // Drain: queued work still runs after shutdown began.
-                Waited::Shutdown => draining = true,
+                Waited::Shutdown => st.drain(),
             }
         }
-        self.leave_wait(cx, is_waking, owes_search);
+        self.leave_wait(cx, st);
     }
 
-    /// A wait is over and the worker goes back to the waiting task's code, maybe for long.
-    fn leave_wait(&self, cx: &WorkerContext<S>, is_waking: bool, owes_search: bool) {
-        if is_waking {
-            self.notify(true);
-        } else if owes_search || !cx.worker().ring.is_empty() {
-            // `owes_search`: we consumed a notification and no search of ours came up empty
-            // since, so work we were told about may still be queued while every other worker
-            // sleeps (`tests/latch.rs`, `helper_leaving_its_wait_hands_on_a_pending_wake`).
-            // Tasks left in our ring that were re-queued with the cheap notification (README,
-            // "Self-requeued tasks") get a full one, so a sleeping worker takes them meanwhile.
-            self.notify(false);
+    /// A wait registers as its signal's waiter, before its first sleep (`Seeking`). False if
+    /// the signal is being set already (the wait is over).
+    fn register_waiter(&self, me: &Worker<S>, until: Until<'_>, st: &mut Seeking) -> bool {
+        if !st.must_register() {
+            return true;
+        }
+        st.registered();
+        // SAFETY: we are the signal's only waiter; a worker's parker lives until the pool is
+        // dropped.
+        unsafe { until.signal.register(&crate::latch::parker_waker(&me.parker)) }
+    }
+
+    /// A wait is over and the worker goes back to the waiting task's code, maybe for long
+    /// (`Seeking::leaving`: `tests/latch.rs`, `helper_leaving_its_wait_hands_on_a_pending_wake`).
+    fn leave_wait(&self, cx: &WorkerContext<S>, st: Seeking) {
+        match st.leaving(!cx.worker().ring.is_empty()) {
+            Handoff::Waking => self.notify(true),
+            Handoff::Notify => self.notify(false),
+            Handoff::Nothing => {}
         }
     }
 
     /// A wait past its nesting bound (`context.rs`, "Bounded helping"): no related work is
     /// left, and unrelated work may not nest here. Tell the pool about the queued work this
     /// worker will not run (a notification wakes an idle worker or starts a thread, if the pool
-    /// has room; the waking right, if we hold it, is handed on), then sleep on our parker,
-    /// outside the sleep protocol (not idle: a notification must not pick us), until the
-    /// signal's setter unparks us.
+    /// has room; the waking right, if we hold it, is handed on: `Seeking::blocking`), then
+    /// sleep on our parker, outside the sleep protocol (not idle: a notification must not pick
+    /// us), until the signal's setter unparks us.
     #[cold]
     #[inline(never)]
-    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, is_waking: bool, owes_search: bool) {
+    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, st: Seeking) {
         let me = cx.worker();
-        if is_waking || owes_search || me.holds_tasks() || !self.injector.is_empty() {
+        if let Some(is_waking) = st.blocking(me.holds_tasks() || !self.injector.is_empty()) {
             self.notify(is_waking);
         }
         cx.interrupt_interval();
