@@ -406,10 +406,9 @@ mod tests {
 
     #[test]
     fn steal_from_empty() {
-        let (victim_ring, thief_ring) = (Ring::new(), Ring::new());
-        // SAFETY: this test's thread is the only one (it owns both rings), and the rings
-        // outlive their halves.
-        let (victim, thief) = unsafe { (victim_ring.local(), thief_ring.local()) };
-        assert!(victim_ring.steal_into(&thief).is_none());
+        let (victim, thief_ring) = (Ring::new(), Ring::new());
+        // SAFETY: this test's thread is the only one, and the ring outlives its half.
+        let thief = unsafe { thief_ring.local() };
+        assert!(victim.steal_into(&thief).is_none());
     }
 }

@@ -333,3 +333,10 @@ impl Protocol {
         self.waits_released.load(Ordering::Acquire)
     }
 }
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod checks;
+#[cfg(all(test, not(loom), not(miri)))]
+mod explore;
+#[cfg(all(test, not(loom), not(miri)))]
+mod model;

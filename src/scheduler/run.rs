@@ -126,7 +126,7 @@ impl<S: Spawner> Inner<S> {
                 // flag too (its Acquire fence after the count pairs with this one).
                 fence(Ordering::Release);
             }
-            let waited = self.wait_or(cx, st.is_waking, until.map(|_| &done as &dyn Fn() -> bool));
+            let waited = self.wait_or(cx, st.wait_begins(), until.map(|_| &done as &dyn Fn() -> bool));
             if until.is_some() {
                 me.waiting_in_task.store(false, Ordering::Relaxed);
             }
@@ -154,7 +154,7 @@ impl<S: Spawner> Inner<S> {
 
     /// A wait is over and the worker goes back to the waiting task's code, maybe for long
     /// (`Seeking::leaving`: `tests/latch.rs`, `helper_leaving_its_wait_hands_on_a_pending_wake`).
-    fn leave_wait(&self, cx: &WorkerContext<S>, st: Seeking) {
+    fn leave_wait(&self, cx: &WorkerContext<S>, mut st: Seeking) {
         match st.leaving(!cx.worker().ring.is_empty()) {
             Handoff::Waking => self.notify(true),
             Handoff::Notify => self.notify(false),
@@ -170,7 +170,7 @@ impl<S: Spawner> Inner<S> {
     /// us), until the signal's setter unparks us.
     #[cold]
     #[inline(never)]
-    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, st: Seeking) {
+    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, mut st: Seeking) {
         let me = cx.worker();
         if let Some(is_waking) = st.blocking(me.holds_tasks() || !self.injector.is_empty()) {
             self.notify(is_waking);

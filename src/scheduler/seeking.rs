@@ -28,7 +28,7 @@ pub(crate) enum Handoff {
 }
 
 /// A worker's state in `run_until` (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Seeking {
     /// It holds the waking right.
     pub(crate) is_waking: bool,
@@ -45,7 +45,7 @@ pub(crate) struct Seeking {
 impl Seeking {
     /// The state of a worker's own loop (`wait: false`), or of a wait inside a task.
     #[inline]
-    pub(crate) fn new(wait: bool) -> Self {
+    pub(crate) const fn new(wait: bool) -> Self {
         Self { is_waking: false, owes_search: false, drain: None, registered: !wait }
     }
 
@@ -63,6 +63,13 @@ impl Seeking {
     #[inline]
     pub(crate) fn came_up_empty(&mut self) {
         self.owes_search = false;
+    }
+
+    /// The worker waits (`wait_or`): the waking right, if it holds it, goes with it into the
+    /// wait (which gives it back when it goes idle). Returns whether it held it.
+    #[inline]
+    pub(crate) fn wait_begins(&mut self) -> bool {
+        core::mem::take(&mut self.is_waking)
     }
 
     /// A wait consumed a notification (as the waking thread if `waking`).
@@ -109,10 +116,11 @@ impl Seeking {
     /// The wait is over and the worker goes back to the waiting task's code, maybe for long:
     /// it hands its waking right on, or, owing a search (work it was told about may still be
     /// queued while every other worker sleeps) or holding tasks in its own queues (re-queued
-    /// with the cheap notification, README "Self-requeued tasks"), sends a notification.
+    /// with the cheap notification, README "Self-requeued tasks"), sends a notification. The
+    /// waking right is used up.
     #[inline]
-    pub(crate) fn leaving(&self, own_tasks: bool) -> Handoff {
-        if self.is_waking {
+    pub(crate) fn leaving(&mut self, own_tasks: bool) -> Handoff {
+        if core::mem::take(&mut self.is_waking) {
             Handoff::Waking
         } else if self.owes_search || own_tasks {
             Handoff::Notify
@@ -123,10 +131,11 @@ impl Seeking {
 
     /// The wait is past its nesting bound and sleeps outside the protocol: `Some(is_waking)`
     /// if it must notify first, for what it holds or owes or knows queued (`work_queued`) and
-    /// will not run.
+    /// will not run. The waking right is used up.
     #[inline]
-    pub(crate) fn blocking(&self, work_queued: bool) -> Option<bool> {
-        (self.is_waking || self.owes_search || work_queued).then_some(self.is_waking)
+    pub(crate) fn blocking(&mut self, work_queued: bool) -> Option<bool> {
+        let is_waking = core::mem::take(&mut self.is_waking);
+        (is_waking || self.owes_search || work_queued).then_some(is_waking)
     }
 }
 
@@ -147,7 +156,13 @@ mod tests {
         assert_eq!(s.leaving(true), Handoff::Notify, "own tasks left behind");
         s.notified(true);
         assert_eq!(s.leaving(false), Handoff::Waking);
+        assert_eq!(s.leaving(false), Handoff::Notify, "the right was handed on; the search is owed");
+        s.notified(true);
         assert_eq!(s.blocking(false), Some(true));
+        s.notified(true);
+        assert!(s.wait_begins(), "the right goes into the wait");
+        assert!(!s.wait_begins());
+        s.notified(true);
         assert_eq!(s.found(false), Some(true), "the waking right is handed on");
         assert_eq!(s.found(true), Some(false), "more moved: notify");
         s.came_up_empty();

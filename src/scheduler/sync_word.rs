@@ -48,7 +48,7 @@ pub(crate) enum State {
 }
 
 /// A snapshot of the pool's `Sync` word. A `Copy` value; the atomic lives in the pool.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub(crate) struct Sync(pub(crate) u32);
 
 impl Sync {
@@ -157,7 +157,7 @@ pub(crate) enum Wake {
 }
 
 /// Where a waiting worker stands when it reads the word ([`Sync::wait`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub(crate) struct Waiter {
     /// It holds the waking right (it consumed a `Signaled`, or was handed the right).
     pub(crate) is_waking: bool,

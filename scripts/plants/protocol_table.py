@@ -1,0 +1,35 @@
+import subprocess, sys
+plants = [
+ ("seeking: a leaving wait does not hand on the search it owes (the bug fixed in 410930e)", "src/scheduler/seeking.rs",
+  "        } else if self.owes_search || own_tasks {", "        } else if own_tasks {"),
+ ("seeking: the waking right is not handed on before running what was found", "src/scheduler/seeking.rs",
+  "        let notify = (self.is_waking || pushed).then_some(self.is_waking);", "        let notify = pushed.then_some(false);"),
+ ("sync_word: a waking notify with nobody to wake keeps the right (no Pending)", "src/scheduler/sync_word.rs",
+  "            Notify::Write(next.with_state(State::Pending), Wake::Nothing)", "            Notify::Write(next, Wake::Nothing)"),
+ ("sync_word: an idle worker parks over a set `notified`", "src/scheduler/sync_word.rs",
+  "        if !self.notified() && w.is_idle && !w.leaving && !w.local_work {", "        if w.is_idle && !w.leaving && !w.local_work {"),
+ ("sync_word: a notify that could wake someone writes nothing when `notified` is set", "src/scheduler/sync_word.rs",
+  "        let can_wake = is_waking || self.state() == State::Pending;", "        let can_wake = (is_waking || self.state() == State::Pending) && !self.notified();"),
+ ("sync_word: consuming a notification does not uncount an idle worker", "src/scheduler/sync_word.rs",
+  "            let next = if w.is_idle { next.dec_idle() } else { next };\n            return WaitStep::Write(next, WaitEnd::Notified", "            return WaitStep::Write(next, WaitEnd::Notified"),
+ ("sync_word: a failed spawn keeps its Signaled", "src/scheduler/sync_word.rs",
+  "        if self.state() == State::Signaled { next.with_state(State::Pending) } else { next }", "        next"),
+ ("sync_word: a notify that unparks leaves the word Pending (no throttle)", "src/scheduler/sync_word.rs",
+  "            Notify::Write(next.with_state(State::Signaled), Wake::Unpark)", "            Notify::Write(next, Wake::Unpark)"),
+ ("sync_word: a waking worker going idle keeps the waking right", "src/scheduler/sync_word.rs",
+  "        let next = if w.is_waking { next.with_state(State::Pending) } else { next };\n        if w.leaving {", "        if w.leaving {"),
+]
+only = int(sys.argv[1]) if len(sys.argv) > 1 else None
+for k, (name, path, a, b) in enumerate(plants):
+    if only is not None and k != only: continue
+    src = open(path).read()
+    assert a in src, (name, a)
+    open(path, "w").write(src.replace(a, b, 1))
+    try:
+        r = subprocess.run(["cargo", "test", "--release", "--lib", "every_reachable_state"], capture_output=True, text=True)
+        out = r.stdout + r.stderr
+        caught = "FAILED" in out or "panicked" in out
+        why = next((l for l in out.splitlines() if "Config {" in l), "")[:200]
+        print(f"{'CAUGHT' if caught else 'MISSED'}: {name}\n    {why}", flush=True)
+    finally:
+        open(path, "w").write(src)
