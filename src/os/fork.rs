@@ -23,7 +23,7 @@ use std::sync::Once;
 use std::vec::Vec;
 
 use crate::error::Error;
-use crate::sync::{spin_hint, AtomicBool, Ordering, UnsafeCell};
+use crate::sync::{spin_hint, Locked, TryLock};
 
 static INSTALL: Once = Once::new();
 
@@ -40,26 +40,30 @@ pub(crate) fn install() {
 
 /// Before the fork, in the forking thread: holds what the child handler must find consistent.
 extern "C" fn prepare() {
-        lock_registry();
+    // Held across the fork, without a guard: `parent` and `child` release it.
+    lock_registry().forget();
 }
 
 /// After the fork, in the parent.
 extern "C" fn parent() {
-        unlock_registry();
+    // SAFETY: `prepare` took the lock on this thread and forgot its guard.
+    drop(unsafe { REGISTRY.resume() });
 }
 
 /// After the fork, in the child (its only thread).
 extern "C" fn child() {
-        {
-        mark_inherited();
-        unlock_registry();
-    }
+    // SAFETY: `prepare` took the lock on the forking thread, which is this one (the child's
+    // only thread), and forgot its guard.
+    let mut entries = unsafe { REGISTRY.resume() };
+    mark_inherited(&mut entries);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The registry of pools to close or reset in a child
 
 struct Entry {
+    /// The pool's address: its identity for `unregister` and `is_inherited`, and what
+    /// `on_child` is called with.
     pool: *const (),
     /// What the pool becomes in a child: closed (its submits refused from then on; returns
     /// true: inherited) or reset in place (a global pool; returns false).
@@ -69,40 +73,18 @@ struct Entry {
 }
 
 /// Every registered pool (each C pool, and one entry for the global pools), so that the
-/// child's fork handler can find them and close or reset each.
-/// Touched at create, destroy, shutdown and on a refused submit only: never on a submit that
-/// succeeds. A spin lock, not a mutex: the fork handlers hold it across `fork`, acquiring it
-/// in `prepare` and releasing it in `parent` and `child` (a std mutex cannot be released
-/// without its guard).
-struct Registry {
-    locked: AtomicBool,
-    entries: UnsafeCell<Vec<Entry>>,
-}
+/// child's fork handler can find them and close or reset each. Touched at create, destroy,
+/// shutdown and on a refused submit only: never on a submit that succeeds. A `TryLock`, not a
+/// mutex: the fork handlers hold it across `fork`, taking it in `prepare` and releasing it in
+/// `parent` and `child` (a std mutex cannot be released without its guard).
+static REGISTRY: TryLock<Vec<Entry>> = TryLock::new(Vec::new());
 
-// SAFETY: `entries` is only accessed while `locked` is held (acquired with Acquire, released
-// with Release), by one thread at a time.
-unsafe impl Sync for Registry {}
+// SAFETY: an entry names a pool by address and is only read under the registry's lock; the
+// pools it names are shared between threads anyway (`Sync`).
+unsafe impl Send for Entry {}
 
-static REGISTRY: Registry = Registry { locked: AtomicBool::new(false), entries: UnsafeCell::new(Vec::new()) };
-
-/// Takes the registry lock (`prepare`, and `with_registry`).
-fn lock_registry() {
-    while REGISTRY.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        spin_hint();
-    }
-}
-
-/// Releases the registry lock.
-fn unlock_registry() {
-    REGISTRY.locked.store(false, Ordering::Release);
-}
-
-fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
-    lock_registry();
-    // SAFETY: the lock is held: exclusive access.
-    let r = REGISTRY.entries.with_mut(|entries| f(unsafe { &mut *entries }));
-    unlock_registry();
-    r
+fn lock_registry() -> Locked<'static, Vec<Entry>> {
+    REGISTRY.lock(spin_hint)
 }
 
 /// Records a new pool and what it becomes in a child (`on_child`, called by the child's
@@ -110,40 +92,36 @@ fn with_registry<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
 /// registry cannot grow: the caller frees the pool and reports it.
 pub(crate) fn register(pool: *const (), on_child: unsafe fn(*const ()) -> bool) -> Result<(), Error> {
     install();
-    with_registry(|entries| {
-        entries.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
-        entries.push(Entry { pool, on_child, inherited: false });
-        Ok(())
-    })
+    let mut entries = lock_registry();
+    entries.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+    entries.push(Entry { pool, on_child, inherited: false });
+    Ok(())
 }
 
 /// Forgets a pool being destroyed; true if it was inherited through a fork (then the caller
 /// frees it with `free_inherited` instead of shutting it down).
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) fn unregister(pool: *const ()) -> bool {
-    with_registry(|entries| match entries.iter().position(|e| e.pool == pool) {
+    let mut entries = lock_registry();
+    match entries.iter().position(|e| e.pool == pool) {
         Some(i) => entries.swap_remove(i).inherited,
         None => false,
-    })
+    }
 }
 
 /// Whether `pool` was inherited through a fork (its calls return POOL_ERR_FORKED).
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) fn is_inherited(pool: *const ()) -> bool {
-    with_registry(|entries| entries.iter().any(|e| e.pool == pool && e.inherited))
+    lock_registry().iter().any(|e| e.pool == pool && e.inherited)
 }
 
-/// In the child after a fork, with the registry lock held since `prepare`: every pool is
+/// In the child after a fork, with the registry's lock (taken in `prepare`): every pool is
 /// closed and marked inherited (its submits are refused and nothing of the parent's queue
 /// runs), or reset in place (the global pools).
-fn mark_inherited() {
-    REGISTRY.entries.with_mut(|entries| {
-        // SAFETY: the lock taken in `prepare` is held, and this is the child's only thread.
-        let entries = unsafe { &mut *entries };
-        for e in entries.iter_mut() {
-            // SAFETY: registered pools are live until `unregister`, which cannot be in
-            // progress (the lock is held); `on_child` is the one registered with it.
-            e.inherited = unsafe { (e.on_child)(e.pool) };
-        }
-    });
+fn mark_inherited(entries: &mut [Entry]) {
+    for e in entries {
+        // SAFETY: registered pools are live until `unregister`, which cannot be in progress
+        // (the lock is held); `on_child` is the one registered with it.
+        e.inherited = unsafe { (e.on_child)(e.pool) };
+    }
 }

@@ -8,7 +8,7 @@ use core::fmt;
 
 use crate::error::Error;
 use crate::io::Driver;
-use crate::sync::{fence, AtomicBool, AtomicPtr, Backoff, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicPtr, Backoff, Locked, Ordering, TryLock};
 
 /// The pool's installed driver (at most one, set once), the lock around `poll` / `park`, and
 /// whether the pool shut down (its driver is told once, however installing and shutting down
@@ -16,7 +16,7 @@ use crate::sync::{fence, AtomicBool, AtomicPtr, Backoff, Ordering};
 pub(crate) struct DriverSlot {
     /// A leaked `Box<Box<dyn Driver>>` (a thin pointer), or null. Set once, freed on drop.
     driver: AtomicPtr<Box<dyn Driver>>,
-    busy: AtomicBool,
+    busy: TryLock<()>,
     /// The pool shut down (`shutdown`).
     closed: AtomicBool,
     /// `Driver::shutdown` was called (by `shutdown` or by a `set` that came after it).
@@ -41,21 +41,15 @@ impl Drop for DriverSlot {
 
 /// The driver's lock, released on drop.
 pub(crate) struct DriverGuard<'a> {
-    slot: &'a DriverSlot,
+    _locked: Locked<'a, ()>,
     pub(crate) driver: &'a dyn Driver,
-}
-
-impl Drop for DriverGuard<'_> {
-    fn drop(&mut self) {
-        self.slot.busy.store(false, Ordering::Release);
-    }
 }
 
 impl DriverSlot {
     pub(crate) fn new() -> Self {
         Self {
             driver: AtomicPtr::new(core::ptr::null_mut()),
-            busy: AtomicBool::new(false),
+            busy: TryLock::new(()),
             closed: AtomicBool::new(false),
             told: AtomicBool::new(false),
         }
@@ -96,8 +90,7 @@ impl DriverSlot {
     /// The lock, if free.
     pub(crate) fn try_lock(&self) -> Option<DriverGuard<'_>> {
         let driver = self.get()?;
-        self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok()?;
-        Some(DriverGuard { slot: self, driver })
+        Some(DriverGuard { _locked: self.busy.try_lock()?, driver })
     }
 
     /// The lock, waiting for a tick end's `poll` to finish (the timer parker's `park`). The
@@ -109,10 +102,7 @@ impl DriverSlot {
     pub(crate) fn lock<P: crate::Parker>(&self, parker: &P) -> Option<DriverGuard<'_>> {
         let driver = self.get()?;
         let mut backoff = Backoff::new(50, 50);
-        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            backoff.snooze(parker);
-        }
-        Some(DriverGuard { slot: self, driver })
+        Some(DriverGuard { _locked: self.busy.lock(|| backoff.snooze(parker)), driver })
     }
 
     /// Installs `driver`. `Err(Error::AlreadyStarted)` if one is installed (the new one is

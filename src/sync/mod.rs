@@ -18,6 +18,7 @@ mod counter;
 mod hint;
 mod idle_set;
 mod padded;
+mod try_lock;
 
 pub(crate) use atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 pub(crate) use backoff::Backoff;
@@ -26,3 +27,4 @@ pub(crate) use counter::Counter;
 pub(crate) use hint::spin_hint;
 pub(crate) use idle_set::IdleSet;
 pub(crate) use padded::CachePadded;
+pub(crate) use try_lock::{Locked, TryLock};

@@ -34,7 +34,7 @@ use core::marker::PhantomPinned;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
-use crate::sync::{spin_hint, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{spin_hint, AtomicU32, AtomicU64, AtomicUsize, Locked, Ordering, TryLock, UnsafeCell};
 
 /// Levels of the wheel.
 pub(crate) const LEVELS: usize = 6;
@@ -172,18 +172,16 @@ struct Wheel {
 
 /// The wheel with its lock and the lock-free view of its next deadline. One per pool.
 pub(crate) struct Timers {
-    locked: AtomicBool,
-    wheel: UnsafeCell<Wheel>,
+    wheel: TryLock<Wheel>,
     /// Earliest tick with work (module docs), `NONE` if empty.
     next_tick: AtomicU64,
     /// Entries in the wheel (written under the lock; a gauge for anyone).
     pending: AtomicUsize,
 }
 
-// SAFETY: the wheel's raw pointers are only followed under the lock.
-unsafe impl Send for Timers {}
-// SAFETY: as above.
-unsafe impl Sync for Timers {}
+// SAFETY: the wheel's raw pointers (entries in the timers' own pinned memory) are only
+// followed under the lock.
+unsafe impl Send for Wheel {}
 
 impl core::fmt::Debug for Timers {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -191,15 +189,6 @@ impl core::fmt::Debug for Timers {
             .field("next_tick", &self.next_tick.load(Ordering::Relaxed))
             .field("pending", &self.pending.load(Ordering::Relaxed))
             .finish_non_exhaustive()
-    }
-}
-
-/// The lock, released on drop.
-struct Guard<'a>(&'a Timers);
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        self.0.locked.store(false, Ordering::Release);
     }
 }
 
@@ -328,8 +317,7 @@ impl Batch {
 impl Timers {
     pub(crate) fn new() -> Self {
         Self {
-            locked: AtomicBool::new(false),
-            wheel: UnsafeCell::new(Wheel {
+            wheel: TryLock::new(Wheel {
                 elapsed: 0,
                 occupied: [0; LEVELS],
                 slots: [[ptr::null_mut(); SLOTS]; LEVELS],
@@ -352,34 +340,19 @@ impl Timers {
         self.pending.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> Guard<'_> {
+    /// The wheel's lock, waited for: a holder that was descheduled (2 cores, many threads) gets
+    /// the core back through a yield every 64 spins.
+    fn lock(&self) -> Locked<'_, Wheel> {
         let mut spins = 0u32;
-        // Acquire: everything the last holder did under the lock is visible.
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            while self.locked.load(Ordering::Relaxed) {
-                spins = spins.wrapping_add(1);
-                // A holder that was descheduled (2 cores, many threads) gets the core.
-                #[cfg(all(feature = "std", not(loom)))]
-                if spins % 64 == 0 {
-                    std::thread::yield_now();
-                    continue;
-                }
-                spin_hint();
+        self.wheel.lock(|| {
+            spins = spins.wrapping_add(1);
+            #[cfg(all(feature = "std", not(loom)))]
+            if spins % 64 == 0 {
+                std::thread::yield_now();
+                return;
             }
-        }
-        Guard(self)
-    }
-
-    fn try_lock(&self) -> Option<Guard<'_>> {
-        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok().map(|_| Guard(self))
-    }
-
-    /// The wheel, under `_guard`.
-    #[allow(clippy::mut_from_ref)]
-    fn wheel<'a>(&'a self, _guard: &'a Guard<'_>) -> &'a mut Wheel {
-        // SAFETY: the guard proves we hold the lock, the only way to reach the wheel; one
-        // `&mut` at a time per guard (callers take it once).
-        self.wheel.with_mut(|w| unsafe { &mut *w })
+            spin_hint();
+        })
     }
 
     /// Publishes the wheel's next deadline (SeqCst: pairs with the timer role's claim, `scheduler::park`).
@@ -398,8 +371,8 @@ impl Timers {
     /// seen fired; only its owner calls this (one thread at a time).
     pub(crate) unsafe fn register(&self, entry: NonNull<Entry>, tick: u64, action: Action) -> Registered {
         let e = entry.as_ptr();
-        let guard = self.lock();
-        let wheel = self.wheel(&guard);
+        let mut guard = self.lock();
+        let wheel = &mut *guard;
         if wheel.closed {
             drop(guard);
             drop(action);
@@ -469,8 +442,8 @@ impl Timers {
             // IDLE, or FIRED (the wheel's last access came before its Release store).
             return;
         }
-        let guard = self.lock();
-        let wheel = self.wheel(&guard);
+        let mut guard = self.lock();
+        let wheel = &mut *guard;
         if e.state.load(Ordering::Relaxed) != QUEUED {
             // Fired meanwhile (by the thread that held the lock).
             return;
@@ -537,15 +510,15 @@ impl Timers {
     pub(crate) fn fire(&self, now_tick: u64, wait: bool) -> bool {
         let mut batch = Batch::new();
         loop {
-            let guard = if wait {
+            let mut guard = if wait {
                 self.lock()
             } else {
-                match self.try_lock() {
+                match self.wheel.try_lock() {
                     Some(g) => g,
                     None => return false,
                 }
             };
-            let wheel = self.wheel(&guard);
+            let wheel = &mut *guard;
             let more = self.collect_expired(wheel, now_tick, &mut batch);
             self.publish(wheel);
             drop(guard);
@@ -561,8 +534,8 @@ impl Timers {
     pub(crate) fn shutdown(&self) {
         let mut batch = Batch::new();
         loop {
-            let guard = self.lock();
-            let wheel = self.wheel(&guard);
+            let mut guard = self.lock();
+            let wheel = &mut *guard;
             wheel.closed = true;
             let more = self.collect_expired(wheel, u64::MAX - 1, &mut batch);
             self.publish(wheel);
