@@ -369,7 +369,7 @@ fn keep_alive_shrinks_to_zero_threads() {
     });
 }
 
-/// Spurious returns of `park_timeout` are absorbed (with a clock): idle threads stay for the
+/// Spurious returns of `park_timeout` are absorbed (with the platform's clock): idle threads stay for the
 /// whole keep-alive, and are notified normally.
 #[test]
 fn spurious_wakeups_absorbed() {
@@ -401,8 +401,32 @@ fn spurious_wakeups_absorbed() {
         assert!(wait_until(Duration::from_secs(5), || pool.metrics().threads == 0));
         // Without a clock a return without notification counts as the timeout: the thread
         // leaves early (documented), and nothing is lost.
-        let no_clock = BlockingConfig { clock: None, ..config(4, keep_alive) };
-        let pool2 = BlockingPool::with_spawner(no_clock, ThreadSpawner::<Jittery>::new()).unwrap();
+        /// A platform without a clock (`now_ns` is `None`), otherwise `ThreadSpawner`'s.
+        struct NoClock(ThreadSpawner<Jittery>);
+        // SAFETY: every method is `ThreadSpawner`'s, whose contract holds; `now_ns` returning
+        // `None` is always allowed (a platform without a clock).
+        unsafe impl pool::Spawner for NoClock {
+            type Parker = Jittery;
+            fn new_parker(&self) -> Jittery {
+                self.0.new_parker()
+            }
+            fn spawn(&self, start: pool::ThreadStart, stack_size: usize) -> Result<(), pool::SpawnError> {
+                self.0.spawn(start, stack_size)
+            }
+            fn join_all(&self) {
+                self.0.join_all()
+            }
+            fn current_worker(&self) -> *const () {
+                self.0.current_worker()
+            }
+            fn set_current_worker(&self, worker: *const ()) {
+                self.0.set_current_worker(worker)
+            }
+            fn now_ns(&self) -> Option<u64> {
+                None
+            }
+        }
+        let pool2 = BlockingPool::with_spawner(config(4, keep_alive), NoClock(ThreadSpawner::<Jittery>::new())).unwrap();
         for i in 0..50 {
             assert_eq!(pool2.spawn_blocking(move || i).unwrap().join(), Ok(i));
         }

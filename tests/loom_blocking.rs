@@ -7,7 +7,7 @@
 //! * `ModelParker`: a loom `Mutex<bool>` + `Condvar` token. `park` blocks until a token;
 //!   `park_timeout` never blocks: loom has no time, so the keep-alive may expire at any
 //!   moment, and the model makes it expire at once (the earliest, most racy case). With no
-//!   clock in the config, every return without a notification is a timeout, so the thread
+//!   clock on the model's platform, every return without a notification is a timeout, so the thread
 //!   exits whenever it is not notified first: exactly the submit vs exit race.
 //! * `ModelSpawner`: loom threads, the same join discipline as `ThreadSpawner` (handles
 //!   recorded under a lock the new thread takes once before running), and a spawn budget to
@@ -182,7 +182,7 @@ fn outcome(job: &Job) -> (usize, usize) {
 }
 
 fn config() -> BlockingConfig {
-    BlockingConfig { max_threads: 1, keep_alive: Duration::from_secs(1), stack_size: 0, clock: None }
+    BlockingConfig { max_threads: 1, keep_alive: Duration::from_secs(1), stack_size: 0 }
 }
 
 /// A task submitted from another thread while the only thread runs, idles and exits on

@@ -3,10 +3,6 @@
 use core::time::Duration;
 
 
-
-/// A monotonic clock: nanoseconds since any fixed point (see the module docs).
-pub(crate) type Clock = fn() -> u64;
-
 /// How to build a [`BlockingPool`](super::BlockingPool).
 ///
 /// ```
@@ -28,10 +24,6 @@ pub struct BlockingConfig {
     /// Rust std's (2 MiB, or `RUST_MIN_STACK`), not pthread's (the C API's `stack_size = 0`
     /// means pthread's default instead).
     pub stack_size: usize,
-    /// A monotonic clock in nanoseconds since any fixed point: it tells a keep-alive timeout
-    /// from a spurious return of `park_timeout` (module docs). `Default` supplies one with
-    /// `std` (`Instant`), none without.
-    pub clock: Option<fn() -> u64>,
 }
 
 impl BlockingConfig {
@@ -49,22 +41,6 @@ impl Default for BlockingConfig {
             max_threads: Self::DEFAULT_MAX_THREADS,
             keep_alive: Self::DEFAULT_KEEP_ALIVE,
             stack_size: 0,
-            clock: default_clock(),
         }
     }
-}
-
-#[cfg(feature = "std")]
-fn default_clock() -> Option<Clock> {
-    fn std_clock() -> u64 {
-        static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        let base = *BASE.get_or_init(std::time::Instant::now);
-        u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-    Some(std_clock)
-}
-
-#[cfg(not(feature = "std"))]
-fn default_clock() -> Option<Clock> {
-    None
 }

@@ -29,7 +29,7 @@ impl<S: Spawner> Inner<S> {
     pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
         // SAFETY: the caller's contract: a valid state that nothing else reads now.
         let old = unsafe { &*raw };
-        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size, clock: old.clock };
+        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size };
         let fresh = Self::build(config, spawner)?;
         // SAFETY: as above; the old value is moved out and kept, never dropped.
         let old = unsafe { ptr::replace(raw, fresh) };
@@ -61,7 +61,9 @@ impl<S: Spawner> Inner<S> {
         let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
         // The slots hold parkers: kept with the spawner and the join parker, never dropped.
         crate::keep::keep(core::mem::take(&mut inner.slots));
-        drop(core::mem::take(&mut inner.idle_map));
+        // SAFETY: moved out once, and the box's memory is freed without dropping it again; the
+        // set holds no lock or handle of a thread.
+        drop(unsafe { core::ptr::read(&inner.idle_set) }.into_words());
         // SAFETY: moved out once from memory that is freed without dropping its fields.
         crate::keep::keep(unsafe { ptr::read(&inner.join_parker) });
         // SAFETY: as above.

@@ -24,10 +24,10 @@ use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::{Parker, Spawner};
 use crate::queue::injector::Injector;
 use crate::shutdown::ShutdownGate;
-use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, Ordering};
+use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, IdleSet, Ordering};
 use crate::task::{Batch, Task};
 
-use super::config::{BlockingConfig, Clock};
+use super::config::BlockingConfig;
 use super::counts::Counts;
 use super::metrics::BlockingMetrics;
 use super::slot::{EMPTY, IDLE, NOTIFIED, RUNNING};
@@ -95,11 +95,10 @@ pub(crate) struct Inner<S: Spawner> {
     pub(super) slots: Box<[Slot<S>]>,
     /// One bit per slot, set by the owner while IDLE, cleared by the owner when it leaves IDLE.
     /// A hint for notifiers (a set bit may be stale; the slot's CAS decides).
-    pub(super) idle_map: Box<[AtomicUsize]>,
+    pub(super) idle_set: IdleSet,
     /// The cap (1 ..= BlockingConfig::MAX_THREADS).
     pub(crate) cap: usize,
     pub(super) keep_alive: Duration,
-    pub(super) clock: Option<Clock>,
     pub(super) stack_size: usize,
     /// The thread in `shutdown` sleeps on this until the last thread leaves.
     pub(super) join_parker: S::Parker,
@@ -143,18 +142,16 @@ impl<S: Spawner> Inner<S> {
             state: AtomicU32::new(EMPTY),
             parker: spawner.new_parker(),
         })?;
-        let words = cap.div_ceil(usize::BITS as usize);
-        let idle_map = try_boxed_slice(words, |_| AtomicUsize::new(0))?;
+        let idle_words = try_boxed_slice(IdleSet::words_for(cap), |_| AtomicUsize::new(0))?;
         Ok(Inner {
             counts: CachePadded(AtomicUsize::new(0)),
             idle: CachePadded(AtomicUsize::new(0)),
             queued: CachePadded(AtomicUsize::new(0)),
             queue: Injector::new(),
             slots,
-            idle_map,
+            idle_set: IdleSet::from_words(idle_words),
             cap,
             keep_alive: config.keep_alive,
-            clock: config.clock,
             stack_size: config.stack_size,
             join_parker: spawner.new_parker(),
             gate: ShutdownGate::new(),
@@ -271,21 +268,16 @@ impl<S: Spawner> Inner<S> {
     /// Notifies the idle thread in the lowest slot (so the high slots time out and the pool
     /// shrinks). Returns false if no thread could be taken out of the idle set.
     pub(super) fn wake_one(&self) -> bool {
-        for (w, word) in self.idle_map.iter().enumerate() {
-            // Acquire: pairs with the owner's Release `fetch_or`, so its `idle += 1` is visible
-            // before we decrement `idle` for it.
-            let mut bits = word.load(Ordering::Acquire);
-            while bits != 0 {
-                let bit = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let slot = &self.slots[w * usize::BITS as usize + bit];
-                // The one transition a notifier makes. Success means the owner will see
-                // NOTIFIED after it wakes, and not exit.
-                if slot.state.compare_exchange(IDLE, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                    self.idle.fetch_sub(1, Ordering::Relaxed);
-                    slot.parker.unpark();
-                    return true;
-                }
+        // Acquire: pairs with the owner's Release insert (`set_idle_bit`), so its `idle += 1`
+        // is visible before we decrement `idle` for it.
+        for index in self.idle_set.iter(Ordering::Acquire) {
+            let slot = &self.slots[index];
+            // The one transition a notifier makes. Success means the owner will see NOTIFIED
+            // after it wakes, and not exit.
+            if slot.state.compare_exchange(IDLE, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                self.idle.fetch_sub(1, Ordering::Relaxed);
+                slot.parker.unpark();
+                return true;
             }
         }
         false

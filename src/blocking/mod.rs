@@ -31,9 +31,9 @@
 //! moving its slot `IDLE -> NOTIFIED` with a compare-and-swap and only then unparking it: the
 //! text's `num_notify` counter, made exact and per thread. So when `park_timeout` returns, the
 //! state word alone says whether this was a notification (`NOTIFIED`). If it was not, it was a
-//! timeout or a spurious return; the optional [`BlockingConfig::clock`] (monotonic
-//! nanoseconds; `std` supplies one) tells those apart, and a spurious return parks again for
-//! the rest of the keep-alive. **Without a clock** every return without a notification counts
+//! timeout or a spurious return; the platform's clock ([`Spawner::now_ns`]; `std`'s
+//! `ThreadSpawner` has one) tells those apart, and a spurious return parks again for the rest
+//! of the keep-alive. **Without a clock** every return without a notification counts
 //! as the keep-alive expiring: a parker that returns early only makes a thread leave early
 //! (it is started again when needed), it never loses or delays a task.
 //!
@@ -48,6 +48,9 @@
 //!   with their parkers, live as long as the pool, so an unpark can never reach freed memory.
 //! * After the `SHUTDOWN` bit is set no thread is started, so once the count reaches zero
 //!   [`Spawner::join_all`] joins every thread this pool ever started.
+
+#[cfg(doc)]
+use crate::platform::Spawner;
 
 mod config;
 mod counts;

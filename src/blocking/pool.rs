@@ -61,7 +61,7 @@ impl<S: Spawner> BlockingPool<S> {
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use pool::{BlockingConfig, BlockingPool, CondvarParker, ThreadSpawner};
-    /// // A `no_std` host passes its own `Spawner` (and `clock: None` if it has no clock).
+    /// // A `no_std` host passes its own `Spawner` (whose `now_ns` may be `None`: no clock).
     /// let spawner = ThreadSpawner::<CondvarParker>::named("io");
     /// let pool = BlockingPool::with_spawner(BlockingConfig::default(), spawner).unwrap();
     /// let name = pool.spawn_blocking(|| std::thread::current().name().map(String::from)).unwrap();

@@ -11,7 +11,6 @@ use crate::sync::{fence, spin_hint, Ordering};
 use crate::task::Task;
 
 use super::counts::Counts;
-use super::config::Clock;
 use super::inner::{Inner, Slot, Spawn, Woken};
 use super::slot::{EMPTY, EXITING, IDLE, NOTIFIED, RUNNING};
 use super::task::BlockingTask;
@@ -152,14 +151,14 @@ impl<S: Spawner> Inner<S> {
         if self.queued.load(Ordering::Relaxed) > 0 || self.counts().shutdown() {
             return self.stop_idling(slot);
         }
-        let start = self.clock.map(|now| now());
+        let start = self.spawner.now_ns();
         loop {
-            let timeout = match (self.clock, start) {
-                (Some(now), Some(t0)) => match self.remaining(now, t0) {
+            let timeout = match start {
+                Some(t0) => match self.remaining(t0) {
                     Some(d) => d,
                     None => break,
                 },
-                _ => self.keep_alive,
+                None => self.keep_alive,
             };
             if timeout.is_zero() {
                 break;
@@ -172,7 +171,7 @@ impl<S: Spawner> Inner<S> {
             }
             // Still IDLE: a timeout, or a spurious return. Without a clock we cannot tell: treat
             // it as the timeout (module docs). With one, `remaining` decides.
-            if self.clock.is_none() {
+            if start.is_none() {
                 break;
             }
         }
@@ -211,21 +210,19 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Time left of the keep-alive that started at `t0`; `None` once it has passed.
-    pub(super) fn remaining(&self, now: Clock, t0: u64) -> Option<Duration> {
+    pub(super) fn remaining(&self, t0: u64) -> Option<Duration> {
         let keep = u64::try_from(self.keep_alive.as_nanos()).unwrap_or(u64::MAX);
-        let elapsed = now().saturating_sub(t0);
+        let elapsed = self.spawner.now_ns()?.saturating_sub(t0);
         (elapsed < keep).then(|| Duration::from_nanos(keep - elapsed))
     }
 
     pub(super) fn set_idle_bit(&self, index: usize) {
-        let (w, b) = (index / usize::BITS as usize, index % usize::BITS as usize);
         // Release: pairs with the Acquire scan in `wake_one` (publishes `idle += 1`).
-        self.idle_map[w].fetch_or(1 << b, Ordering::Release);
+        self.idle_set.insert(index, Ordering::Release);
     }
 
     pub(super) fn clear_idle_bit(&self, index: usize) {
-        let (w, b) = (index / usize::BITS as usize, index % usize::BITS as usize);
-        self.idle_map[w].fetch_and(!(1 << b), Ordering::Relaxed);
+        self.idle_set.remove(index, Ordering::Relaxed);
     }
 
     /// The thread leaves: it empties its slot, releases its place, and exits, unless a task
