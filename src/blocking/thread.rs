@@ -7,7 +7,7 @@ use core::time::Duration;
 
 
 use crate::platform::{Parker, Spawner, ThreadStart};
-use crate::sync::{fence, spin_hint, Ordering};
+use crate::sync::{fence, spin_hint, Backoff, Ordering};
 use crate::task::Task;
 
 use super::counts::Counts;
@@ -82,24 +82,19 @@ impl<S: Spawner> Inner<S> {
     ///
     /// `queued > 0` with nothing to pop is transient: a push between its announcement and its
     /// link, another thread holding the consumer end for one pop, or a pop not yet counted. We
-    /// spin briefly, then back off on `parker` in 50 µs naps (no clock needed).
+    /// back off on `parker` (spin briefly, then 50 µs naps: no clock needed).
     pub(super) fn drain(&self, parker: &S::Parker) {
-        let mut misses = 0u32;
+        let mut backoff = Backoff::new(50, 50);
         loop {
             if let Some(task) = self.pop() {
                 self.execute(task);
-                misses = 0;
+                backoff = Backoff::new(50, 50);
                 continue;
             }
             if self.queued.load(Ordering::Acquire) == 0 {
                 return;
             }
-            misses += 1;
-            if misses < 64 {
-                spin_hint();
-            } else {
-                parker.park_timeout(Duration::from_micros(50));
-            }
+            backoff.snooze(parker);
         }
     }
 

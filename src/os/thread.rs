@@ -75,7 +75,7 @@ impl<P> core::fmt::Debug for ThreadSpawner<P> {
 /// still runs the pool's code, which the pool relies on once `spawn` returned Ok.
 fn run_hook(hook: Option<&Hook>) {
     if let Some(hook) = hook {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook()));
+        let _ = crate::panic::catch(|| hook());
     }
 }
 
