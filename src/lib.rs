@@ -52,6 +52,7 @@ extern crate std;
 mod blocking;
 mod error;
 mod fallible;
+mod heap_task;
 mod join;
 #[cfg(feature = "std")]
 mod keep;

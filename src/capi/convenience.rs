@@ -4,33 +4,30 @@
 //! and `pool_wait_idle` ([`ThreadPool::wait_idle`](crate::ThreadPool::wait_idle)).
 
 use core::ffi::{c_int, c_void};
-use core::ptr::{self, NonNull};
-use std::alloc::{alloc, dealloc, Layout};
+use core::ptr::NonNull;
 
 use super::status::pool_status::*;
 use super::pool::{borrow, Pool};
 use super::status::{boundary, status, status_on};
-use super::task::CTask;
+use crate::heap_task::HeapTask;
 
-/// The allocation behind one `pool_submit_fn`: the task the pool queues, and the call to make.
-#[repr(C)]
-struct FnTask {
-    task: CTask,
+/// The call one `pool_submit_fn` makes, as its task's closure captures it (`func` and `arg` are
+/// the host's to share with a pool thread: pool.h's contract).
+struct FnCall {
     func: unsafe extern "C" fn(arg: *mut c_void),
     arg: *mut c_void,
 }
 
-/// The task callback of a `FnTask`: frees it, then calls `func(arg)`.
-unsafe extern "C" fn run_fn_task(task: *mut CTask) {
-    let job = task.cast::<FnTask>();
-    // SAFETY: `task` is the first field of a live FnTask allocated in `pool_submit_fn`, handed
-    // to this callback once; the pool no longer touches it.
-    let FnTask { func, arg, .. } = unsafe { job.read() };
-    // SAFETY: allocated with this layout in `pool_submit_fn`; read out above, freed once.
-    unsafe { dealloc(job.cast(), Layout::new::<FnTask>()) };
-    // SAFETY: the caller of `pool_submit_fn` promised `func(arg)` may be called once on a
-    // pool thread.
-    unsafe { func(arg) };
+// SAFETY: pool.h makes `func(arg)` callable once on a pool thread.
+unsafe impl Send for FnCall {}
+
+impl FnCall {
+    /// # Safety
+    /// Once, as `pool_submit_fn` promises.
+    unsafe fn call(self) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.func)(self.arg) }
+    }
 }
 
 /// Submits `func(arg)` to `pool`: called exactly once, on one of its threads. Allocates one
@@ -48,19 +45,14 @@ pub extern "C" fn pool_submit_fn(
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(func) = func else { return POOL_ERR_INVALID };
-        // SAFETY: FnTask has a non-zero size.
-        let Some(job) = NonNull::new(unsafe { alloc(Layout::new::<FnTask>()) }.cast::<FnTask>()) else {
-            return POOL_ERR_NOMEM;
-        };
-        let value = FnTask { task: CTask { next: ptr::null_mut(), callback: Some(run_fn_task) }, func, arg };
-        // SAFETY: freshly allocated for a FnTask.
-        unsafe { job.as_ptr().write(value) };
-        // SAFETY: `pool` is a live pool (pool.h contract); the task is ours, with a callback,
-        // and `task` is its first field (repr(C)), so the callback gets the allocation back.
-        let result = unsafe { borrow(pool).submit(job.cast()) };
+        let call = FnCall { func, arg };
+        // SAFETY: the task runs once (pool.h's promise for `func(arg)`).
+        let Ok(job) = HeapTask::try_new(move || unsafe { call.call() }) else { return POOL_ERR_NOMEM };
+        // SAFETY: `pool` is a live pool (pool.h contract); the box lives until its callback runs.
+        let result = unsafe { borrow(pool).submit(job.task()) };
         if result.is_err() {
-            // SAFETY: not queued, so still ours; allocated above with this layout.
-            unsafe { dealloc(job.as_ptr().cast(), Layout::new::<FnTask>()) };
+            // SAFETY: refused, so never queued: still ours.
+            unsafe { job.drop_unrun() };
         }
         status_on(pool, result)
     })

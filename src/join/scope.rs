@@ -15,6 +15,7 @@ use crate::panic::{catch, resume};
 use crate::panic::Panic;
 use crate::platform::Spawner;
 use crate::scheduler::{ThreadPool, WorkerContext};
+use crate::heap_task::HeapTask;
 use crate::task::Task;
 
 impl<S: Spawner> WorkerContext<S> {
@@ -188,10 +189,20 @@ impl<'scope, S: Spawner> Scope<'scope, S> {
         F: FnOnce(&Scope<'scope, S>) + Send + 'scope,
     {
         self.latch.add(1);
-        let job = Box::into_raw(Box::new(HeapJob { task: Task::new(HeapJob::<F, S>::execute), scope: self, func: f }));
-        // SAFETY: `job` is a live allocation; the task pointer is projected from the box's
-        // pointer so the callback may rebuild the box from it.
-        let task = unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job).task)) };
+        let scope = ScopePtr(self);
+        let task = HeapTask::new(move || {
+            // SAFETY: the scope waits for this job's latch unit, released below, so it is alive.
+            let scope = unsafe { scope.get() };
+            #[cfg(feature = "std")]
+            if let Err(p) = catch(|| f(scope)) {
+                scope.record_panic(p);
+            }
+            #[cfg(not(feature = "std"))]
+            f(scope);
+            // SAFETY: one `done` per `add(1)` in `spawn`. Our last access to the scope.
+            unsafe { scope.latch.done() };
+        })
+        .task();
         // SAFETY: `self.pool` outlives the scope (the scope lives inside the pool's `scope`).
         let pool = unsafe { &*self.pool };
         // Forked, not submitted: the scope's waiter runs its own spawns first, as related work
@@ -236,32 +247,18 @@ impl<S: Spawner> Drop for Scope<'_, S> {
     }
 }
 
-/// A spawned closure of a scope, boxed, with its task first.
-#[repr(C)]
-struct HeapJob<'scope, F, S: Spawner> {
-    task: Task,
-    scope: *const Scope<'scope, S>,
-    func: F,
-}
+/// The scope, as a spawned closure captures it (a raw pointer: the closure is `Send`, and the
+/// scope outlives it: it waits for the closure's latch unit).
+struct ScopePtr<'scope, S: Spawner>(*const Scope<'scope, S>);
 
-impl<'scope, F, S> HeapJob<'scope, F, S>
-where
-    F: FnOnce(&Scope<'scope, S>) + Send + 'scope,
-    S: Spawner,
-{
-    unsafe extern "C" fn execute(task: *mut Task) {
-        // SAFETY: `task` is the first field of a leaked `Box<HeapJob<F, S>>` (repr(C)), run once.
-        let job = unsafe { Box::from_raw(task.cast::<Self>()) };
-        let HeapJob { scope, func, .. } = *job;
-        // SAFETY: the scope waits for this job's latch unit, released below, so it is alive.
-        let scope = unsafe { &*scope };
-        #[cfg(feature = "std")]
-        if let Err(p) = catch(|| func(scope)) {
-            scope.record_panic(p);
-        }
-        #[cfg(not(feature = "std"))]
-        func(scope);
-        // SAFETY: one `done` per `add(1)` in `spawn`. Our last access to the scope.
-        unsafe { scope.latch.done() };
+// SAFETY: `Scope` is `Sync`; the pointer is only dereferenced while the scope waits for it.
+unsafe impl<S: Spawner> Send for ScopePtr<'_, S> {}
+
+impl<'scope, S: Spawner> ScopePtr<'scope, S> {
+    /// # Safety
+    /// The scope is alive (it waits for the closure that calls this).
+    unsafe fn get<'a>(self) -> &'a Scope<'scope, S> {
+        // SAFETY: the caller's contract.
+        unsafe { &*self.0 }
     }
 }

@@ -1,13 +1,9 @@
 //! [`ThreadPool::spawn`]: a closure on the pool, in a boxed task (one allocation per call).
 
-use core::ptr::{self, NonNull};
-
-use alloc::boxed::Box;
-
 use super::handle::ThreadPool;
 use crate::error::Error;
 use crate::platform::Spawner;
-use crate::task::Task;
+use crate::heap_task::HeapTask;
 
 impl<S: Spawner> ThreadPool<S> {
     /// Runs a closure on the pool. Convenience for Rust callers: allocates one box per call
@@ -29,39 +25,13 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
-        let job = Box::into_raw(Box::new(ClosureTask { task: Task::new(ClosureTask::<F>::run), f: Some(f) }));
-        // Projected from the raw pointer to the whole box (not `&leaked.task`): the callback
-        // turns it back into the box and frees it, so it must carry the whole allocation's
-        // provenance (Miri/Stacked Borrows rejects a pointer made from a field reference).
-        // SAFETY: `job` is a live, non-null allocation.
-        let task = unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*job).task)) };
-        // SAFETY: the box stays alive until its callback runs and frees it.
-        match unsafe { self.submit(task) } {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                // SAFETY: not queued, so still ours: free it.
-                drop(unsafe { Box::from_raw(task.as_ptr().cast::<ClosureTask<F>>()) });
-                Err(e)
-            }
+        let job = HeapTask::new(move || crate::panic::run_catching(f));
+        // SAFETY: the box stays alive until its callback runs (and frees it).
+        let submitted = unsafe { self.submit(job.task()) };
+        if submitted.is_err() {
+            // SAFETY: refused, so never queued: still ours.
+            unsafe { job.drop_unrun() };
         }
-    }
-}
-
-/// A boxed closure with its task header first.
-#[repr(C)]
-struct ClosureTask<F> {
-    task: Task,
-    f: Option<F>,
-}
-
-impl<F: FnOnce() + Send + 'static> ClosureTask<F> {
-    unsafe extern "C" fn run(task: *mut Task) {
-        // SAFETY: `task` is the first field of a leaked `Box<ClosureTask<F>>` (repr(C)).
-        let mut job = unsafe { Box::from_raw(task.cast::<ClosureTask<F>>()) };
-        let f = job.f.take();
-        drop(job);
-        if let Some(f) = f {
-            crate::panic::run_catching(f);
-        }
+        submitted
     }
 }

@@ -74,7 +74,7 @@ pub(super) enum Pc {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub(super) struct Worker {
+pub(super) struct Thread {
     pub(super) pc: Pc,
     pub(super) seeking: Seeking,
     /// The outer loop's state while a `Wait` task waits inside it.
@@ -85,8 +85,8 @@ pub(super) struct Worker {
     spinning: bool,
 }
 
-impl Worker {
-    const UNUSED: Worker = Worker {
+impl Thread {
+    const UNUSED: Thread = Thread {
         pc: Pc::Unused,
         seeking: Seeking::new(false),
         outer: None,
@@ -148,7 +148,7 @@ enum Shutdown {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct Model {
     pub(super) word: Sync,
-    pub(super) workers: [Worker; MAX_WORKERS],
+    pub(super) workers: [Thread; MAX_WORKERS],
     pub(super) queue: Fifo,
     producers: [Option<Producer>; 2],
     shutdown: Shutdown,
@@ -174,7 +174,7 @@ pub(super) struct Config {
 #[derive(Clone, Copy)]
 pub(super) enum Event {
     Producer(u8, &'static str),
-    Worker(u8, &'static str),
+    Thread(u8, &'static str),
     Shutdown(&'static str),
 }
 
@@ -182,7 +182,7 @@ impl core::fmt::Debug for Event {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Event::Producer(p, what) => write!(f, "producer {p} {what}"),
-            Event::Worker(w, what) => write!(f, "worker {w} {what}"),
+            Event::Thread(w, what) => write!(f, "worker {w} {what}"),
             Event::Shutdown(what) => write!(f, "shutdown {what}"),
         }
     }
@@ -192,7 +192,7 @@ impl Model {
     pub(super) fn new(producers: &[&[Kind]], shutdown: bool) -> Self {
         Model {
             word: Sync::default(),
-            workers: [Worker::UNUSED; MAX_WORKERS],
+            workers: [Thread::UNUSED; MAX_WORKERS],
             queue: Fifo::default(),
             producers: core::array::from_fn(|p| producers.get(p).map(|t| Producer { tasks: Fifo::of(t), notifying: None })),
             shutdown: if shutdown { Shutdown::Ready } else { Shutdown::Off },
@@ -331,7 +331,7 @@ impl Model {
 
     fn worker_steps(&self, c: &Config, i: usize, out: &mut Vec<(Event, Model)>) {
         let w = self.workers[i];
-        let mut push = |label: &'static str, m: Model| out.push((Event::Worker(i as u8, label), m));
+        let mut push = |label: &'static str, m: Model| out.push((Event::Thread(i as u8, label), m));
         // A notify in progress inside a step: its CAS, or its scan for a sleeper (a choice).
         let notify_then = |m: &Model, n: Notifying, then: &dyn Fn(&mut Model, Option<Notifying>)| -> Vec<Model> {
             let mut v = Vec::new();
@@ -573,7 +573,7 @@ impl Model {
                     m.workers[v].token = true;
                 }
             }
-            out.push((Event::Worker(i as u8, "ends its task"), m));
+            out.push((Event::Thread(i as u8, "ends its task"), m));
         }
         out
     }
