@@ -3,6 +3,7 @@
 
 use core::fmt;
 use core::marker::PhantomData;
+#[cfg(feature = "std")]
 use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
