@@ -32,8 +32,11 @@ use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Park
 struct ModelParker {
     token: Mutex<bool>,
     cond: Condvar,
-    /// `park_timeout` blocks like `park` (a keep-alive that never expires in the model), so a
-    /// thread that parks while work waits and nobody notifies it is a loom deadlock.
+    /// A keep-alive wait (`park_timeout` of [`KEEP_ALIVE`] or more) blocks like `park` (a
+    /// keep-alive that never expires in the model), so a thread that parks while work waits and
+    /// nobody notifies it is a loom deadlock. A shorter wait is a back-off nap (the drain's,
+    /// waiting out a push between its announcement and its link): it still returns at once, as
+    /// a nap does; blocking there would wait for an unpark that nobody owes.
     endless_timeout: bool,
 }
 
@@ -46,8 +49,8 @@ impl Parker for ModelParker {
         *token = false;
     }
 
-    fn park_timeout(&self, _timeout: Duration) {
-        if self.endless_timeout {
+    fn park_timeout(&self, timeout: Duration) {
+        if self.endless_timeout && timeout >= KEEP_ALIVE {
             return self.park();
         }
         // No time in loom: the timeout expires at once (early return is allowed).
@@ -181,8 +184,11 @@ fn outcome(job: &Job) -> (usize, usize) {
     (job.ran.load(Ordering::Relaxed), job.cancelled.load(Ordering::Relaxed))
 }
 
+/// The models' keep-alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
+
 fn config() -> BlockingConfig {
-    BlockingConfig { max_threads: 1, keep_alive: Duration::from_secs(1), stack_size: 0 }
+    BlockingConfig { max_threads: 1, keep_alive: KEEP_ALIVE, stack_size: 0 }
 }
 
 /// A task submitted from another thread while the only thread runs, idles and exits on
