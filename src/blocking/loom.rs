@@ -1,8 +1,5 @@
 //! Loom models of the blocking pool: submit vs idle-timeout exit vs shutdown, and spawn failure.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
-//! --target-dir target/loom --test loom_blocking`.
-//!
 //! The whole `BlockingPool` runs inside `loom::model` on a model platform defined here:
 //! * `ModelParker`: a loom `Mutex<bool>` + `Condvar` token. `park` blocks until a token;
 //!   `park_timeout` never blocks: loom has no time, so the keep-alive may expire at any
@@ -15,16 +12,21 @@
 //!
 //! A lost wake-up or a stranded task shows up as a deadlock (the model waits for every
 //! accepted task before shutting down), which loom reports; exactly-once is checked per task.
-#![cfg(loom)]
+//!
+//! Run: `make test-loom`.
 
-use std::ptr::NonNull;
-use std::time::Duration;
+use core::ptr::NonNull;
+use core::time::Duration;
+
+use std::vec::Vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::JoinHandle;
 
-use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Parker, SpawnError, Spawner, Task, ThreadStart};
+use super::{BlockingConfig, BlockingPool, BlockingTask};
+use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::{container_of, Error, Task};
 
 /// A token parker on loom's mutex and condition variable; not tied to a thread, since the
 /// pool's slots outlive the threads that use them.
