@@ -122,8 +122,11 @@ test-tsan: tool-nightly
 	  --release --features net --test stress --test faults --test latch --test context --test runtime \
 	  --test blocking --test timers --test io_driver --test net
 
+# The loom models: a `loom` module beside the code each one checks, compiled only under
+# cfg(all(test, loom)); under --cfg loom the library's other unit tests are compiled out, and the
+# `loom` filter names exactly the models.
 test-loom:
-	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --lib loom
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
@@ -213,7 +216,7 @@ verify: test
 	$(MAKE) test-cycles CYCLES=1000
 	POOL_SOAK_TASKS=100000000 $(CARGO) test --release --test stress soak_1e8 -- --ignored --nocapture
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
-	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --test 'loom_*'
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --lib loom
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.

@@ -79,14 +79,9 @@ mod os;
 #[cfg_attr(docsrs, doc(cfg(feature = "capi")))]
 pub mod capi;
 
-/// Internals for the loom models in `tests/loom_*.rs` (only under `--cfg loom`; not API).
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_support;
-/// Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).
-#[cfg(loom)]
-#[doc(hidden)]
-pub use join::loom as loom_join;
+// The loom models' platform (`LoomSpawner`, `model`); the models sit beside their code.
+#[cfg(all(test, loom))]
+mod loom;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(all(doctest, feature = "std"))]

@@ -56,7 +56,7 @@ fn auto_grain(len: usize, workers: usize) -> usize {
     (len / (4 * workers.max(1))).max(1)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::auto_grain;
 

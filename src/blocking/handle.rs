@@ -7,7 +7,7 @@
 //! never touches `out` again. The handle is the signal's one waiter: an `.await` registers (or
 //! replaces) its waker in it, a blocking `join` (`os::defaults`, std) parks on a parker of its own until it is set.
 //! The signal's protocol decides who touches the waker, so a completion that races with a
-//! registration is seen by one of them and no wake-up is lost (`tests/loom_signal.rs`).
+//! registration is seen by one of them and no wake-up is lost (`latch/loom.rs`).
 //! `refs` (2: the task side and the handle) frees the job when both are done with it, so the
 //! signal outlives the setter's last access even when the handle returns at SETTING.
 

@@ -58,6 +58,8 @@ mod counts;
 mod fork;
 mod handle;
 mod inner;
+#[cfg(all(test, loom))]
+mod loom;
 mod metrics;
 mod pool;
 mod slot;

@@ -1,125 +1,76 @@
-//! Internals for `tests/loom_join.rs` (only under `--cfg loom`; not API).
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub, clippy::missing_safety_doc)]
+//! Loom model of the join handshake (`stack_job.rs` over the join deque): a real stack job's
+//! second half stolen and run by a thief vs taken back by the owner, who then waits on the
+//! job's signal. It checks exactly-once: the job's closure runs once, and what the runner
+//! wrote is visible to the waiter when it returns.
+//!
+//! The deque's own models are `queue/deque/loom.rs`; the record flag's, `scheduler/frame/loom.rs`;
+//! the counting latch's, `latch/loom.rs`.
+//!
+//! Run: `make test-loom`.
 
-use core::ptr::NonNull;
+use core::ptr;
 
-use crate::task::Task;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
 
-/// Slots in a join deque under loom (4).
-pub const DEQUE_CAPACITY: u32 = crate::queue::deque::CAPACITY;
+use super::stack_job::StackJob;
+use crate::loom::{model, LoomSpawner};
+use crate::queue::deque::JoinDeque;
+use crate::{Config, Task, ThreadPool};
 
-/// A worker's join deque (`queue::deque::JoinDeque`).
-#[derive(Debug, Default)]
-pub struct JoinDeque(crate::queue::deque::JoinDeque);
-
-impl JoinDeque {
-    pub fn new() -> Self {
-        Self(crate::queue::deque::JoinDeque::new())
-    }
-    /// # Safety
-    /// Called on the deque's owner thread only (`JoinDeque::owner`).
-    pub unsafe fn push(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
-        unsafe { self.0.owner() }.push(task)
-    }
-    /// # Safety
-    /// As `push`.
-    pub unsafe fn pop_if(&self, task: NonNull<Task>) -> bool {
-        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
-        unsafe { self.0.owner() }.pop_if(task)
-    }
-    /// # Safety
-    /// As `push`.
-    pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: the owner's thread (the caller's contract); the deque outlives the half.
-        unsafe { self.0.owner() }.pop()
-    }
-    pub fn steal(&self) -> Option<NonNull<Task>> {
-        self.0.steal()
-    }
-}
-
-/// Latent frames a worker keeps before its joins stop recording (`frame::LATENT_SUPPLY`).
-pub const LATENT_SUPPLY: usize = crate::scheduler::frame::LATENT_SUPPLY;
-
-/// A worker's demand word (`scheduler::frame::Demand`): the hungry and record flags.
-#[derive(Debug)]
-pub struct Demand(crate::scheduler::frame::Demand);
-
-impl Demand {
-    pub fn new() -> Self {
-        Self(crate::scheduler::frame::Demand::new())
-    }
-    /// An idle worker's request.
-    pub fn ask(&self) {
-        self.0.ask();
-    }
-    pub fn is_hungry(&self) -> bool {
-        self.0.is_hungry()
-    }
-    /// The owner's join test.
-    pub fn must_record(&self) -> bool {
-        self.0.must_record()
-    }
-    /// The owner offered work.
-    pub fn lower_hunger(&self) {
-        self.0.lower_hunger();
-    }
-}
-
-/// A worker's frame stack (`scheduler::frame::FrameStack`) over `demand`, for the owner thread.
-pub struct Frames<'a> {
-    stack: crate::scheduler::frame::FrameStack,
-    _demand: core::marker::PhantomData<&'a Demand>,
-}
-
-impl<'a> Frames<'a> {
-    pub fn new(demand: &'a Demand) -> Self {
-        // SAFETY: `demand` outlives `'a`, and so this stack.
-        Self { stack: unsafe { crate::scheduler::frame::FrameStack::new(NonNull::from(&demand.0)) }, _demand: core::marker::PhantomData }
-    }
-    /// A join records `task` as its newest latent frame.
-    pub fn push(&self, task: NonNull<Task>) {
-        self.stack.push(self.stack.depth(), task);
-    }
-    /// The owner promotes its oldest latent frame (as `WorkerContext::promote`, without the
-    /// join deque).
-    pub fn promote_oldest(&self) {
-        self.stack.mark_oldest_promoted();
-    }
-    pub fn latent(&self) -> usize {
-        self.stack.latent()
-    }
-}
-
-/// The stack job `join` builds for its second closure (`join::StackJob`), run without a
-/// worker context (the models run it on plain loom threads).
-pub struct StackJob<R>(super::stack_job::StackJob<Body<R>, R, crate::loom_support::LoomSpawner>);
-
-type Body<R> = alloc::boxed::Box<dyn FnOnce(Option<&crate::WorkerContext<crate::loom_support::LoomSpawner>>) -> R + Send>;
-
-impl<R: Send + 'static> StackJob<R> {
-    pub fn new(f: impl FnOnce() -> R + Send + 'static) -> Self {
-        let body: Body<R> = alloc::boxed::Box::new(move |_| f());
-        Self(super::stack_job::StackJob::new(body, core::ptr::null()))
-    }
-    pub fn task(&self) -> NonNull<Task> {
-        self.0.task()
-    }
-    pub fn signal(&self) -> &crate::Signal {
-        // SAFETY: `new` offered it.
-        unsafe { self.0.signal() }
-    }
-    /// # Safety
-    /// As `StackJob::run_inline`.
-    pub unsafe fn run_inline(self) -> R {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.run_inline(None) }
-    }
-    /// # Safety
-    /// As `StackJob::into_result`.
-    pub unsafe fn into_result(self) -> R {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.into_result() }
-    }
+/// The join handshake on a real stack job: the owner offers `b`, a thief may steal and run it
+/// (the task callback sets the job's signal as its last access); the owner takes it back and
+/// runs it inline, or waits on the signal (here from outside any pool: it parks). The closure
+/// runs once, and its result and side effect are visible to the owner when it returns.
+#[test]
+fn join_handshake_stolen_vs_taken_back() {
+    model("join_handshake_stolen_vs_taken_back", || {
+        let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, LoomSpawner::new()).unwrap();
+        let d = Arc::new(JoinDeque::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let side = Arc::new(AtomicUsize::new(0));
+        let (r2, s2) = (runs.clone(), side.clone());
+        // Run without a worker context (the model runs it on plain loom threads): a null pool.
+        let job = StackJob::<_, usize, LoomSpawner>::new(
+            move |_| {
+                r2.fetch_add(1, Ordering::Relaxed);
+                s2.store(42, Ordering::Relaxed);
+                7usize
+            },
+            ptr::null(),
+        );
+        let task = job.task();
+        // SAFETY: this thread owns `d`; the Arc outlives the half.
+        let owner = unsafe { d.owner() };
+        // The job outlives every use (we wait below before it drops).
+        assert!(owner.push(task));
+        let d2 = d.clone();
+        let thief = thread::spawn(move || {
+            if let Some(t) = d2.steal() {
+                // SAFETY: stolen once, so this is its one run; the owner keeps the job alive
+                // until the signal is set.
+                unsafe { (Task::callback(t.as_ref()).unwrap())(t.as_ptr()) };
+                true
+            } else {
+                false
+            }
+        });
+        // (`a` would run here.)
+        let taken_back = owner.pop_if(task);
+        let result = if taken_back {
+            // SAFETY: taken back: ours to run, once.
+            unsafe { job.run_inline(None) }
+        } else {
+            // SAFETY: `new` offered the job.
+            pool.wait_for(unsafe { job.signal() });
+            // SAFETY: stolen and run once; its signal is set (the wait above); taken once.
+            unsafe { job.into_result() }
+        };
+        assert_eq!(result, 7);
+        // Relaxed: visible through the signal (or because it ran on this thread).
+        assert_eq!(side.load(Ordering::Relaxed), 42);
+        let stolen = thief.join().unwrap();
+        assert_eq!(runs.load(Ordering::Relaxed), 1, "b ran once (stolen: {stolen})");
+    });
 }

@@ -63,9 +63,8 @@ mod context;
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) mod fn_job;
 mod install;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom;
+#[cfg(all(test, loom))]
+mod loom;
 mod scope;
 pub(crate) mod stack_job;
 

@@ -9,7 +9,7 @@
 //!
 //! The signal is the crate's one completion primitive: fork-join halves, [`CountLatch`], the
 //! pool's shutdown, an async task's join slot (`runtime`) and a blocking-pool handle
-//! (`blocking::handle`) all complete through it, so its loom models (`tests/loom_signal.rs`)
+//! (`blocking::handle`) all complete through it, so its loom models (`latch/loom.rs`)
 //! cover all of them.
 //!
 //! # The Signal's states
@@ -44,6 +44,8 @@
 
 mod count;
 mod signal;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

@@ -37,7 +37,7 @@
 //!
 //! Capacity: 256 (4 under loom).
 //!
-//! Loom: `tests/loom_join.rs` (`join_deque_*`, `join_handshake_*`).
+//! Loom: `deque/loom.rs` (`join_deque_*`) and `join/loom.rs` (`join_handshake_*`).
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -239,6 +239,9 @@ impl Owner {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -404,5 +404,7 @@ impl Drop for Consumer<'_> {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -295,6 +295,9 @@ impl Local {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom;
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

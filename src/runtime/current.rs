@@ -26,7 +26,7 @@ std::thread_local! {
     static POLLING: Cell<usize> = const { Cell::new(0) };
 }
 
-// Under loom the word is per loom thread, so the models in `tests/loom_runtime.rs` take the
+// Under loom the word is per loom thread, so the models in `runtime/loom.rs` take the
 // self-wake path (and its re-queue without an RMW) like real threads do.
 #[cfg(loom)]
 loom::thread_local! {

@@ -49,7 +49,7 @@ impl<T> JoinHandle<T> {
     }
 
     /// The task (for the loom models' `waker_of`).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn header(&self) -> NonNull<Header> {
         self.header
     }

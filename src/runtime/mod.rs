@@ -140,9 +140,8 @@ mod error;
 #[cfg(feature = "std")]
 mod current;
 
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom;
+#[cfg(all(test, loom))]
+mod loom;
 
 use core::future::Future;
 use core::pin::Pin;

@@ -33,11 +33,11 @@ pub(super) fn wake_self_by_waker(waker: &Waker) -> bool {
     header_of(waker).is_some_and(|header| super::current::wake_self(header.cast()))
 }
 
-/// A waker holding a reference of its own.
+/// A waker holding a reference of its own (for the loom models' `waker_of`).
 ///
 /// # Safety
 /// The caller holds a reference.
-#[cfg_attr(not(loom), allow(dead_code))]
+#[cfg(all(test, loom))]
 pub(crate) unsafe fn waker(header: NonNull<Header>) -> Waker {
     // SAFETY: the caller holds a reference, so the header is live.
     unsafe { header.as_ref() }.state.ref_inc();

@@ -33,7 +33,7 @@ pub struct Config {
 /// [`Config::idle_spins`]'s default: 256 rounds, about 7 µs on the machine it was measured on
 /// (a spin-loop hint takes ~30 ns there; `scheduler/README.md` has the figures). 0 under loom,
 /// where spinning would multiply every model's interleavings; the spin phase has a model of
-/// its own that asks for it (`tests/loom_sync.rs`).
+/// its own that asks for it (`scheduler/sleep/loom.rs`).
 pub const DEFAULT_IDLE_SPINS: u32 = if cfg!(loom) { 0 } else { 256 };
 
 /// The most [`Config::idle_spins`] a pool accepts (more is refused as an invalid argument).

@@ -124,3 +124,6 @@ impl DriverSlot {
         Ok(())
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;

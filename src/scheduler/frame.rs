@@ -39,7 +39,7 @@
 //! worker's `record = true` follows the owner's `record = false` in the flag's modification
 //! order, so the flag ends up set; if the idle worker's does, the owner's load sees `hungry`
 //! and sets the flag itself. Either way the owner's next joins take the recording path until
-//! it has served the hunger (`tests/loom_join.rs` checks this on the real type). Only the
+//! it has served the hunger (`frame/loom.rs` checks this on the real type). Only the
 //! owner lowers `hungry`, and only when it offered work.
 //!
 //! # Invariants (owner thread only: the stack lives in the `WorkerContext`, which is `!Sync`)
@@ -346,6 +346,9 @@ impl FrameStack {
         self.settle();
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

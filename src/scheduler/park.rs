@@ -122,3 +122,6 @@ impl<S: Spawner> Inner<S> {
         self.protocol.load(Ordering::Relaxed).notified() || me.holds_tasks() || is_done()
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;

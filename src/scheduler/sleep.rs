@@ -281,3 +281,6 @@ impl<S: Spawner> Inner<S> {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;

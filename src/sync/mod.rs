@@ -1,6 +1,7 @@
 //! The atomics shim: every atomic, `UnsafeCell` and spin hint in the crate comes from here.
 //!
-//! * `cfg(loom)`: loom's model-checked types, so `tests/loom_*.rs` can explore every interleaving.
+//! * `cfg(loom)`: loom's model-checked types, so the loom models (a `mod loom` beside the code
+//!   each one checks) can explore every interleaving.
 //! * otherwise: [`portable_atomic`], which is `core::sync::atomic` on targets that have the
 //!   instructions and an emulation (interrupt masking or `critical-section`) on targets without
 //!   compare-and-swap such as `thumbv6m-none-eabi` (see the crate features `single-core` and

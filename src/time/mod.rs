@@ -58,11 +58,6 @@ mod instant;
 mod pool;
 mod sleep;
 
-/// The wheel's API for the loom models in `tests/loom_timer.rs` (only under `--cfg loom`).
-#[cfg(loom)]
-#[doc(hidden)]
-pub use crate::timer::loom;
-
 pub use instant::Instant;
 pub use sleep::{interval, sleep, sleep_until, timeout, Elapsed, Interval, Sleep, Timeout};
 

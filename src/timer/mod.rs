@@ -5,9 +5,6 @@
 //! `crate::time`'s.
 
 pub(crate) mod handle;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom;
 pub(crate) mod wheel;
 
 pub(crate) use handle::{TimerHandle, TimerOps};

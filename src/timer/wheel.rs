@@ -548,5 +548,7 @@ impl Timers {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -4,7 +4,7 @@
 //! of every state taken. The machine follows the code step by step: each atomic access or
 //! compare-and-swap of `protocol.rs` is one step, and the decisions are the real transitions,
 //! called here as the workers call them. Memory is sequentially consistent (the fences and
-//! orderings are loom's to check: `tests/loom_sync.rs`).
+//! orderings are loom's to check: `scheduler/sleep/loom.rs`).
 //!
 //! After every step the README's invariants are checked: the word's counts match the workers
 //! (`idle`: the workers counted idle; `spawned`: the threads started and not gone), the idle set

@@ -1,8 +1,5 @@
 //! Loom models of the blocking pool: submit vs idle-timeout exit vs shutdown, and spawn failure.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
-//! --target-dir target/loom --test loom_blocking`.
-//!
 //! The whole `BlockingPool` runs inside `loom::model` on a model platform defined here:
 //! * `ModelParker`: a loom `Mutex<bool>` + `Condvar` token. `park` blocks until a token;
 //!   `park_timeout` never blocks: loom has no time, so the keep-alive may expire at any
@@ -15,16 +12,21 @@
 //!
 //! A lost wake-up or a stranded task shows up as a deadlock (the model waits for every
 //! accepted task before shutting down), which loom reports; exactly-once is checked per task.
-#![cfg(loom)]
+//!
+//! Run: `make test-loom`.
 
-use std::ptr::NonNull;
-use std::time::Duration;
+use core::ptr::NonNull;
+use core::time::Duration;
+
+use std::vec::Vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::JoinHandle;
 
-use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Parker, SpawnError, Spawner, Task, ThreadStart};
+use super::{BlockingConfig, BlockingPool, BlockingTask};
+use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::{container_of, Error, Task};
 
 /// A token parker on loom's mutex and condition variable; not tied to a thread, since the
 /// pool's slots outlive the threads that use them.
@@ -32,11 +34,11 @@ use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Park
 struct ModelParker {
     token: Mutex<bool>,
     cond: Condvar,
-    /// A keep-alive (`park_timeout` of a second or more) blocks like `park`: it never expires
-    /// in the model, so a thread that parks while work waits and nobody notifies it is a loom
-    /// deadlock. Shorter timeouts (the drain's back-off naps, which nothing unparks: the
-    /// thread is not idle) still expire at once, as the `Parker` contract requires them to
-    /// end.
+    /// A keep-alive wait (`park_timeout` of [`KEEP_ALIVE`] or more) blocks like `park` (a
+    /// keep-alive that never expires in the model), so a thread that parks while work waits and
+    /// nobody notifies it is a loom deadlock. A shorter wait is a back-off nap (the drain's,
+    /// waiting out a push between its announcement and its link): it still returns at once, as
+    /// a nap does; blocking there would wait for an unpark that nobody owes.
     endless_timeout: bool,
 }
 
@@ -50,7 +52,7 @@ impl Parker for ModelParker {
     }
 
     fn park_timeout(&self, timeout: Duration) {
-        if self.endless_timeout && timeout >= Duration::from_secs(1) {
+        if self.endless_timeout && timeout >= KEEP_ALIVE {
             return self.park();
         }
         // No time in loom: the timeout expires at once (early return is allowed).
@@ -184,8 +186,11 @@ fn outcome(job: &Job) -> (usize, usize) {
     (job.ran.load(Ordering::Relaxed), job.cancelled.load(Ordering::Relaxed))
 }
 
+/// The models' keep-alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
+
 fn config() -> BlockingConfig {
-    BlockingConfig { max_threads: 1, keep_alive: Duration::from_secs(1), stack_size: 0 }
+    BlockingConfig { max_threads: 1, keep_alive: KEEP_ALIVE, stack_size: 0 }
 }
 
 /// A task submitted from another thread while the only thread runs, idles and exits on

@@ -1,21 +1,43 @@
-//! Loom models of the timing wheel (`src/time/wheel.rs`): register vs fire, cancel (a dropped
+//! Loom models of the timing wheel (`wheel.rs`): register vs fire, cancel (a dropped
 //! `Sleep`) vs fire, two owners registering while one of them fires, register vs shutdown.
 //! The real wheel, lock and entries run under loom; each model checks that a timer's waker is
 //! woken at most once (exactly once if it was not cancelled and the wheel fired past its
 //! deadline), that the wheel keeps no reference to a cancelled entry (its waker clone is
 //! dropped: counted), and that the wheel ends empty.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom_timer`
-#![cfg(loom)]
+//! Run: `make test-loom`.
 
+use core::pin::Pin;
+use core::ptr::NonNull;
+
+use std::boxed::Box;
 use std::sync::Arc as StdArc;
 use std::task::{Wake, Waker};
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_support::model;
-use pool::time::loom::{LoomEntry, LoomTimers, Outcome};
+
+use super::{Action, Entry, Registered, Timers};
+use crate::loom::model;
+
+/// A timer's entry, pinned in a box (as a `Sleep` pins it in its task).
+fn entry() -> Pin<Box<Entry>> {
+    Box::pin(Entry::new())
+}
+
+/// Registers `entry` for `tick` with `waker` (the owner's call: one thread per entry).
+fn register(timers: &Timers, entry: &Pin<Box<Entry>>, tick: u64, waker: Waker) -> Registered {
+    // SAFETY: the entry is pinned in its box; the models cancel it or see it fired before
+    // dropping it.
+    unsafe { timers.register(NonNull::from(&**entry), tick, Action::Wake(waker)) }
+}
+
+/// Cancels `entry` (the owner's call), as dropping a `Sleep` does.
+fn cancel(timers: &Timers, entry: &Pin<Box<Entry>>) {
+    // SAFETY: as `register`.
+    unsafe { timers.cancel(NonNull::from(&**entry)) }
+}
 
 /// Counts wakes.
 struct Count(AtomicUsize);
@@ -36,22 +58,22 @@ fn counter() -> (StdArc<Count>, Waker) {
 #[test]
 fn register_racing_fire() {
     model("register_racing_fire", || {
-        let timers = Arc::new(LoomTimers::default());
-        let entry = LoomEntry::default();
+        let timers = Arc::new(Timers::new());
+        let entry = entry();
         let (count, waker) = counter();
         let t = timers.clone();
-        let firer = thread::spawn(move || t.fire(5));
-        let outcome = timers.register(&entry, 3, waker);
+        let firer = thread::spawn(move || t.fire(5, true));
+        let outcome = register(&timers, &entry, 3, waker);
         firer.join().unwrap();
-        if outcome == Outcome::Queued {
-            timers.fire(5);
+        if matches!(outcome, Registered::Queued { .. }) {
+            timers.fire(5, true);
         }
         assert!(entry.is_fired());
         let woken = count.0.load(Ordering::Acquire);
         match outcome {
-            Outcome::Queued => assert_eq!(woken, 1),
-            Outcome::Elapsed => assert_eq!(woken, 0, "elapsed at register: the owner completes, no wake"),
-            Outcome::Closed => unreachable!(),
+            Registered::Queued { .. } => assert_eq!(woken, 1),
+            Registered::Elapsed => assert_eq!(woken, 0, "elapsed at register: the owner completes, no wake"),
+            Registered::Closed => unreachable!(),
         }
         assert_eq!(StdArc::strong_count(&count), 1, "the wheel kept a waker");
         assert_eq!(timers.pending(), 0);
@@ -63,13 +85,13 @@ fn register_racing_fire() {
 #[test]
 fn cancel_racing_fire() {
     model("cancel_racing_fire", || {
-        let timers = Arc::new(LoomTimers::default());
-        let entry = LoomEntry::default();
+        let timers = Arc::new(Timers::new());
+        let entry = entry();
         let (count, waker) = counter();
-        assert_eq!(timers.register(&entry, 3, waker), Outcome::Queued);
+        assert!(matches!(register(&timers, &entry, 3, waker), Registered::Queued { .. }));
         let t = timers.clone();
-        let firer = thread::spawn(move || t.try_fire(4));
-        timers.cancel(&entry);
+        let firer = thread::spawn(move || t.fire(4, false));
+        cancel(&timers, &entry);
         let woken_at_cancel = count.0.load(Ordering::Acquire);
         let fired = entry.is_fired();
         drop(entry); // the memory goes away, as a dropped Sleep's does
@@ -91,29 +113,29 @@ fn cancel_racing_fire() {
 #[test]
 fn two_registers_and_fire() {
     model("two_registers_and_fire", || {
-        let timers = Arc::new(LoomTimers::default());
+        let timers = Arc::new(Timers::new());
         let (c1, w1) = counter();
         let (c2, w2) = counter();
         let t1 = timers.clone();
         let a = thread::spawn(move || {
-            let e = LoomEntry::default();
-            let o = t1.register(&e, 2, w1);
+            let e = entry();
+            let o = register(&t1, &e, 2, w1);
             (e, o)
         });
-        let e2 = LoomEntry::default();
-        let o2 = timers.register(&e2, 70, w2);
-        timers.fire(3);
+        let e2 = entry();
+        let o2 = register(&timers, &e2, 70, w2);
+        timers.fire(3, true);
         let (e1, o1) = a.join().unwrap();
-        assert_eq!(o2, Outcome::Queued, "tick 70 is never elapsed at 3");
+        assert!(matches!(o2, Registered::Queued { .. }), "tick 70 is never elapsed at 3");
         assert!(!e2.is_fired(), "fired early");
-        timers.fire(69);
+        timers.fire(69, true);
         assert!(!e2.is_fired(), "fired early");
-        timers.fire(70);
+        timers.fire(70, true);
         assert!(e1.is_fired() && e2.is_fired());
-        assert_eq!(c1.0.load(Ordering::Acquire), usize::from(o1 == Outcome::Queued));
+        assert_eq!(c1.0.load(Ordering::Acquire), usize::from(matches!(o1, Registered::Queued { .. })));
         assert_eq!(c2.0.load(Ordering::Acquire), 1);
         assert_eq!(timers.pending(), 0);
-        assert_eq!(timers.next_tick(), u64::MAX);
+        assert_eq!(timers.next_tick(Ordering::SeqCst), u64::MAX);
     });
 }
 
@@ -122,20 +144,20 @@ fn two_registers_and_fire() {
 #[test]
 fn register_racing_shutdown() {
     model("register_racing_shutdown", || {
-        let timers = Arc::new(LoomTimers::default());
-        let entry = LoomEntry::default();
+        let timers = Arc::new(Timers::new());
+        let entry = entry();
         let (count, waker) = counter();
         let t = timers.clone();
         let closer = thread::spawn(move || t.shutdown());
-        let outcome = timers.register(&entry, 1 << 40, waker);
+        let outcome = register(&timers, &entry, 1 << 40, waker);
         closer.join().unwrap();
         match outcome {
-            Outcome::Queued => {
+            Registered::Queued { .. } => {
                 assert!(entry.is_fired(), "shutdown left a timer in the wheel");
                 assert_eq!(count.0.load(Ordering::Acquire), 1);
             }
-            Outcome::Closed => assert_eq!(count.0.load(Ordering::Acquire), 0),
-            Outcome::Elapsed => unreachable!(),
+            Registered::Closed => assert_eq!(count.0.load(Ordering::Acquire), 0),
+            Registered::Elapsed => unreachable!(),
         }
         assert_eq!(StdArc::strong_count(&count), 1);
         assert_eq!(timers.pending(), 0);

@@ -1,28 +1,20 @@
-//! Loom models of the injector (`src/queue/injector.rs`): Vyukov's intrusive MPSC queue with a
+//! Loom models of the injector (`injector.rs`): Vyukov's intrusive MPSC queue with a
 //! try-locked consumer end and a CLOSED bit in `tail`.
 //!
 //! Each model counts every task exactly once (what consumers popped while racing, plus what a
 //! final drain finds after every thread joined) and checks FIFO order where it is defined.
 //!
 //! Run: `make test-loom`.
-#![cfg(loom)]
 
 use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::vec::Vec;
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_support::{model, Injector, Tasks};
 
-fn assert_exactly_once(n: usize, seen: &[usize]) {
-    let mut flags = vec![0u32; n];
-    for &i in seen {
-        flags[i] += 1;
-    }
-    for (i, &f) in flags.iter().enumerate() {
-        assert_eq!(f, 1, "task {i} came out {f} times (seen: {seen:?})");
-    }
-}
+use super::Injector;
+use crate::loom::{assert_exactly_once, model, Tasks};
 
 /// Pops up to `max` tasks under one try-lock; stops at the first `None`.
 fn pop_some(q: &Injector, tasks: &Tasks, max: usize) -> Vec<usize> {

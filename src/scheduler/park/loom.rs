@@ -1,4 +1,4 @@
-//! Loom models of the timer parker (`src/time/driver.rs`, "The timer parker"): the one idle
+//! Loom models of the timer parker (`park.rs`, with the role word in `protocol.rs`): the one idle
 //! worker that parks with the wheel's next deadline as its timeout, and how the others, the
 //! timers' owners and the wheel hand that role and its deadline around. A whole `ThreadPool`
 //! runs on loom threads ([`LoomSpawner::with_clock`]): real workers, `Sync` word, wheel, role
@@ -14,19 +14,20 @@
 //! Explored executions (`LOOM_MAX_PREEMPTIONS=2` unless the test says otherwise) are in each
 //! test's doc.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom_timer_park`
-#![cfg(loom)]
+//! Run: `make test-loom`.
 
 use core::ptr::NonNull;
 use core::time::Duration;
+use std::boxed::Box;
 use std::future::Future;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Wake, Waker};
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
-use pool::loom_support::{model, model_with_bound, LoomSpawner};
-use pool::{container_of, Config, Task, ThreadPool};
+
+use crate::loom::{model, model_with_bound, LoomSpawner};
+use crate::{container_of, Config, Task, ThreadPool};
 
 /// One wheel tick (2^20 ns): the model clock moves in whole ticks.
 const TICK: u64 = 1 << 20;
@@ -353,6 +354,8 @@ unsafe extern "C" fn run_parent(task: *mut Task) {
     let parent = unsafe { &*container_of!(task, Parent, task) };
     // SAFETY: as above.
     let pool = unsafe { &*parent.pool };
+    // SAFETY: the child outlives the pool's use of it (the model keeps the parent, with its
+    // child, until after shutdown), and this run of its parent is its one submit.
     if unsafe { pool.submit(NonNull::from(&parent.child.task)) }.is_err() {
         parent.refused.fetch_add(1, Ordering::Relaxed);
     }

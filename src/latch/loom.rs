@@ -1,23 +1,29 @@
-//! Loom models of the crate's one completion primitive, `Signal` (`src/latch.rs`), with its
-//! waker slot: the first registration racing `set`, a waker replacement (an async waiter's
-//! second poll) racing `set`, and a parker's waiter racing `set`. Fork-join halves, latches,
-//! async join slots and blocking-pool handles all complete through it.
+//! Loom models of the crate's completion primitives (`signal.rs`, `count.rs`).
 //!
-//! What each model checks: the waiter is woken exactly once, or its registration reports the
-//! signal complete (being set or set) and then it is never woken; a replaced waker is never
-//! woken; no clone of a waker outlives the signal's protocol (counted with `Arc`'s strong
-//! count); a lost wake-up shows as a loom deadlock (the waiter parks forever).
+//! `Signal`, the one completion primitive, with its waker slot: the first registration racing
+//! `set`, a waker replacement (an async waiter's second poll) racing `set`, and a parker's
+//! waiter racing `set`. Fork-join halves, latches, async join slots and blocking-pool handles
+//! all complete through it. What each of these models checks: the waiter is woken exactly
+//! once, or its registration reports the signal complete (being set or set) and then it is
+//! never woken; a replaced waker is never woken; no clone of a waker outlives the signal's
+//! protocol (counted with `Arc`'s strong count); a lost wake-up shows as a loom deadlock (the
+//! waiter parks forever).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom_signal`
-#![cfg(loom)]
+//! `CountLatch`, the counting latch that C and Rust callers wait on: two `done`s racing the
+//! waiter's close and park; the waiter returns only after both and sees their writes.
+//!
+//! Run: `make test-loom`.
 
 use std::task::{Wake, Waker};
+use std::vec::Vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_support::{model, signal_is_setting, signal_park_until_set, signal_register, LoomParker};
-use pool::Signal;
+
+use super::{CountLatch, Signal};
+use crate::loom::{model, LoomParker, LoomSpawner};
+use crate::{Config, ThreadPool};
 
 /// A waker that counts its wakes and unparks the loom thread that made it. Its clones are
 /// counted by the `std::sync::Arc` it lives in.
@@ -69,11 +75,11 @@ fn signal_set_vs_first_registration() {
         let (count, waker) = counting_waker();
         let t = setter(&signal);
         // SAFETY: this thread is the signal's one waiter.
-        let registered = unsafe { signal_register(&signal, &waker) };
+        let registered = unsafe { signal.register(&waker) };
         if registered {
             park_until_woken(&count);
         } else {
-            assert!(signal_is_setting(&signal), "a failed registration means complete");
+            assert!(signal.is_setting(), "a failed registration means complete");
         }
         t.join().unwrap();
         assert!(signal.is_set());
@@ -96,14 +102,14 @@ fn signal_set_vs_waker_replacement() {
         let (first, w1) = counting_waker();
         let (second, w2) = counting_waker();
         // SAFETY: this thread is the signal's one waiter (for every registration below).
-        assert!(unsafe { signal_register(&signal, &w1) });
+        assert!(unsafe { signal.register(&w1) });
         let t = setter(&signal);
         // SAFETY: as above.
-        let replaced = unsafe { signal_register(&signal, &w2) };
+        let replaced = unsafe { signal.register(&w2) };
         if replaced {
             park_until_woken(&second);
         } else {
-            assert!(signal_is_setting(&signal));
+            assert!(signal.is_setting());
         }
         t.join().unwrap();
         assert!(signal.is_set());
@@ -128,14 +134,45 @@ fn signal_waker_then_parker_vs_set() {
         let signal = Arc::new(Signal::new());
         let (count, waker) = counting_waker();
         // SAFETY: this thread is the signal's one waiter.
-        assert!(unsafe { signal_register(&signal, &waker) });
+        assert!(unsafe { signal.register(&waker) });
         let t = setter(&signal);
         let parker = LoomParker::default();
-        signal_park_until_set(&signal, &parker);
+        signal.park_until_set(&parker);
         assert!(signal.is_set());
         t.join().unwrap();
         assert!(wakes(&count) <= 1);
         drop(waker);
         assert_eq!(std::sync::Arc::strong_count(&count), 1, "a waker clone leaked");
+    });
+}
+
+/// The counting latch: two workers' `done` racing the waiter's close and park (outside any
+/// pool, as `pool_latch_wait` from a C host thread). The waiter returns only after both, and
+/// sees their writes.
+#[test]
+fn latch_two_done_vs_wait() {
+    model("latch_two_done_vs_wait", || {
+        let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, LoomSpawner::new()).unwrap();
+        let latch = Arc::new(CountLatch::new());
+        let data = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        latch.add(2);
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let (l, d) = (latch.clone(), data.clone());
+                thread::spawn(move || {
+                    d[i].store(i + 1, Ordering::Relaxed);
+                    // SAFETY: one done per added unit.
+                    unsafe { l.done() };
+                })
+            })
+            .collect();
+        pool.wait_for_latch(&latch);
+        assert_eq!(latch.pending(), 0);
+        // Relaxed: the latch orders them before the wait's return.
+        assert_eq!(data[0].load(Ordering::Relaxed), 1);
+        assert_eq!(data[1].load(Ordering::Relaxed), 2);
+        for w in workers {
+            w.join().unwrap();
+        }
     });
 }

@@ -1,43 +1,34 @@
-//! Loom models of the worker ring (`src/queue/ring.rs`): the owner's push/pop, steal-half,
-//! overflow into the injector's batch, several thieves, chained steals. Ring capacity is 4
-//! under loom, so four pushes fill it.
+//! Loom models of the worker ring (`ring.rs`): the owner's push/pop, steal-half, overflow into
+//! the injector's batch, several thieves, chained steals. Ring capacity is 4 under loom, so
+//! four pushes fill it.
 //!
 //! Every model counts each task exactly once: popped by the owner, stolen by a thief (the task
 //! returned plus what it queued in its own ring), or handed out in an overflow batch.
 //!
 //! Run: `make test-loom` (`RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
-//! --target-dir target/loom --test 'loom_*'`).
-#![cfg(loom)]
+//! --target-dir target/loom --lib loom`).
 
-use core::ptr::NonNull;
+use std::vec::Vec;
 
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_support::{model, Ring, Tasks, RING_CAPACITY};
-use pool::{Batch, Task};
 
-/// Asserts that `seen` holds every index below `n` exactly once.
-fn assert_exactly_once(n: usize, seen: &[usize]) {
-    let mut flags = vec![0u32; n];
-    for &i in seen {
-        flags[i] += 1;
-    }
-    for (i, &f) in flags.iter().enumerate() {
-        assert_eq!(f, 1, "task {i} came out {f} times (seen: {seen:?})");
-    }
-}
+use super::{Local, Ring, CAPACITY};
+use crate::loom::{assert_exactly_once, model, Tasks};
+use crate::task::Batch;
 
 /// A thief: steals once from `victim` into a fresh ring of its own, then drains that ring.
 /// Returns the stolen indices in the order it got them.
 fn steal_all(victim: &Ring, tasks: &Tasks) -> Vec<usize> {
-    let mine = Ring::new();
+    let ring = Ring::new();
+    // SAFETY: this thread is the new ring's only owner; the ring outlives the half.
+    let mine = unsafe { ring.local() };
     let mut got = Vec::new();
-    // SAFETY: `mine` is this thread's own ring, and not `victim`.
-    if let Some((task, queued)) = unsafe { victim.steal_into(&mine) } {
-        assert!(queued < RING_CAPACITY);
-        assert_eq!(mine.len(), queued, "the thief's ring holds exactly what it reported queued");
-        // SAFETY: we own `mine`.
-        while let Some(t) = unsafe { mine.pop() } {
+    if let Some(stolen) = victim.steal_into(&mine) {
+        let (task, queued) = (stolen.task, stolen.queued);
+        assert!(queued < CAPACITY);
+        assert_eq!(ring.len(), queued, "the thief's ring holds exactly what it reported queued");
+        while let Some(t) = mine.pop() {
             got.push(tasks.index_of(t));
         }
         got.push(tasks.index_of(task));
@@ -60,16 +51,14 @@ fn drain_batch(mut batch: Batch, tasks: &Tasks, out: &mut Vec<usize>) {
 }
 
 /// The owner pushes task `i`; an overflow batch (ring full) goes to `overflow`.
-fn push(ring: &Ring, tasks: &Tasks, i: usize, overflow: &mut Vec<usize>) {
-    // SAFETY: the calling thread owns `ring`; task `i` is handed over once.
-    if let Err(batch) = unsafe { ring.push(tasks.ptr(i)) } {
+fn push(ring: &Local, tasks: &Tasks, i: usize, overflow: &mut Vec<usize>) {
+    if let Err(batch) = ring.push(tasks.ptr(i)) {
         drain_batch(batch, tasks, overflow);
     }
 }
 
-fn pop(ring: &Ring, tasks: &Tasks) -> Option<usize> {
-    // SAFETY: the calling thread owns `ring`.
-    unsafe { ring.pop() }.map(|t: NonNull<Task>| tasks.index_of(t))
+fn pop(ring: &Local, tasks: &Tasks) -> Option<usize> {
+    ring.pop().map(|t| tasks.index_of(t))
 }
 
 #[test]
@@ -85,16 +74,18 @@ fn ring_push_pop_vs_one_thief() {
             let (victim, tasks) = (victim.clone(), tasks.clone());
             thread::spawn(move || steal_all(&victim, &tasks))
         };
+        // SAFETY: the main thread owns `victim`; the Arc outlives the half.
+        let owner = unsafe { victim.local() };
         let mut popped = Vec::new();
         let mut overflow = Vec::new();
         for i in 0..3 {
-            push(&victim, &tasks, i, &mut overflow);
+            push(&owner, &tasks, i, &mut overflow);
         }
-        popped.extend(pop(&victim, &tasks));
+        popped.extend(pop(&owner, &tasks));
         for i in 3..5 {
-            push(&victim, &tasks, i, &mut overflow);
+            push(&owner, &tasks, i, &mut overflow);
         }
-        while let Some(i) = pop(&victim, &tasks) {
+        while let Some(i) = pop(&owner, &tasks) {
             popped.push(i);
         }
         let stolen = thief.join().unwrap();
@@ -121,17 +112,19 @@ fn ring_overflow_while_stealing() {
             let (victim, tasks) = (victim.clone(), tasks.clone());
             thread::spawn(move || steal_all(&victim, &tasks))
         };
+        // SAFETY: the main thread owns `victim`; the Arc outlives the half.
+        let owner = unsafe { victim.local() };
         let mut overflow = Vec::new();
         for i in 0..N {
-            push(&victim, &tasks, i, &mut overflow);
+            push(&owner, &tasks, i, &mut overflow);
         }
         let mut popped = Vec::new();
-        while let Some(i) = pop(&victim, &tasks) {
+        while let Some(i) = pop(&owner, &tasks) {
             popped.push(i);
         }
         let stolen = thief.join().unwrap();
         // An overflow batch is the oldest half of the ring, in order, then the new task.
-        assert!(overflow.is_empty() || overflow.len() == RING_CAPACITY as usize / 2 + 1, "{overflow:?}");
+        assert!(overflow.is_empty() || overflow.len() == CAPACITY as usize / 2 + 1, "{overflow:?}");
         assert_consecutive(&stolen);
         let all: Vec<usize> = popped.iter().chain(&stolen).chain(&overflow).copied().collect();
         assert_exactly_once(N, &all);
@@ -147,9 +140,11 @@ fn ring_two_thieves() {
         const N: usize = 4;
         let tasks = Arc::new(Tasks::new(N));
         let victim = Arc::new(Ring::new());
+        // SAFETY: the main thread owns `victim`; the Arc outlives the half.
+        let owner = unsafe { victim.local() };
         let mut overflow = Vec::new();
         for i in 0..3 {
-            push(&victim, &tasks, i, &mut overflow);
+            push(&owner, &tasks, i, &mut overflow);
         }
         let thieves: Vec<_> = (0..2)
             .map(|_| {
@@ -157,9 +152,9 @@ fn ring_two_thieves() {
                 thread::spawn(move || steal_all(&victim, &tasks))
             })
             .collect();
-        push(&victim, &tasks, 3, &mut overflow);
+        push(&owner, &tasks, 3, &mut overflow);
         let mut popped = Vec::new();
-        while let Some(i) = pop(&victim, &tasks) {
+        while let Some(i) = pop(&owner, &tasks) {
             popped.push(i);
         }
         let mut all = popped.clone();
@@ -185,12 +180,14 @@ fn ring_chained_steal() {
         let tasks = Arc::new(Tasks::new(N));
         let a = Arc::new(Ring::new());
         let b = Ring::new();
+        // SAFETY: the main thread owns `a` and `b`; both outlive their halves.
+        let (a_owner, b_owner) = unsafe { (a.local(), b.local()) };
         let mut overflow = Vec::new();
         for i in 0..2 {
-            push(&a, &tasks, i, &mut overflow);
+            push(&a_owner, &tasks, i, &mut overflow);
         }
         for i in 2..N {
-            push(&b, &tasks, i, &mut overflow);
+            push(&b_owner, &tasks, i, &mut overflow);
         }
         assert!(overflow.is_empty());
         // C steals from A, twice (the second may see what A took from B).
@@ -204,16 +201,15 @@ fn ring_chained_steal() {
         };
         // A's owner pops one, then steals from B into A, then drains A.
         let mut from_a = Vec::new();
-        from_a.extend(pop(&a, &tasks));
-        // SAFETY: the main thread owns `a`, which is not `b`.
-        if let Some((task, _queued)) = unsafe { b.steal_into(&a) } {
-            from_a.push(tasks.index_of(task));
+        from_a.extend(pop(&a_owner, &tasks));
+        if let Some(stolen) = b.steal_into(&a_owner) {
+            from_a.push(tasks.index_of(stolen.task));
         }
-        while let Some(i) = pop(&a, &tasks) {
+        while let Some(i) = pop(&a_owner, &tasks) {
             from_a.push(i);
         }
         let (c1, c2) = c.join().unwrap();
-        while let Some(i) = pop(&b, &tasks) {
+        while let Some(i) = pop(&b_owner, &tasks) {
             from_a.push(i);
         }
         assert_consecutive(&c1);

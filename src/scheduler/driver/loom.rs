@@ -1,6 +1,6 @@
-//! Loom model of the I/O driver slot (`src/io/mod.rs`, `DriverSlot`): installing a driver
-//! (`ThreadPool::set_driver`) racing the pool's shutdown, on a whole `ThreadPool` on loom
-//! threads ([`LoomSpawner`]). Whichever comes first, the driver is told of the shutdown exactly
+//! Loom model of the I/O driver slot (`driver.rs`, `DriverSlot`; the trait is `crate::io`):
+//! installing a driver (`ThreadPool::set_driver`) racing the pool's shutdown, on a whole
+//! `ThreadPool` on loom threads ([`LoomSpawner`]). Whichever comes first, the driver is told of the shutdown exactly
 //! once (`Driver::shutdown`: a driver never told leaves the tasks waiting on it suspended for
 //! ever; told twice, a count of 2), and an install that lost the race reports
 //! `Error::Shutdown`. The worker that the install may start blocks in the driver's `park`
@@ -9,16 +9,18 @@
 //! Explored executions at `LOOM_MAX_PREEMPTIONS=2`: 86. Each half of the pair is needed: without
 //! the install's own tell the model finds a driver never told (0), without `told` one told twice.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom_driver`
-#![cfg(loom)]
+//! Run: `make test-loom`.
 
 use core::time::Duration;
 
+use std::boxed::Box;
+
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
-use pool::io::Driver;
-use pool::loom_support::{model, LoomSpawner};
-use pool::{Config, Error, ThreadPool};
+
+use crate::io::Driver;
+use crate::loom::{model, LoomSpawner};
+use crate::{Config, Error, ThreadPool};
 
 /// A driver with no I/O: `park` waits on a condvar for `unpark`'s token; counts `shutdown`.
 #[derive(Default)]

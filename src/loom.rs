@@ -1,19 +1,23 @@
-//! Internals exposed to the loom models in `tests/loom_*.rs`. Compiled only under `--cfg loom`.
+//! The loom models' platform (test-only: `cfg(all(test, loom))`). The models themselves live
+//! in a `loom` module beside the code each one checks (`queue/ring/loom.rs`,
+//! `scheduler/sleep/loom.rs`, ...) and use the crate's own types; what they share is here:
 //!
-//! The queues and the `Sync` word are `pub(crate)`; the models are integration tests, so they
-//! reach them through the thin `pub` wrappers here, which add nothing but forwarding (the
-//! models must exercise exactly the code the pool runs). [`LoomSpawner`] is a [`Spawner`] on
-//! loom threads, so a whole [`ThreadPool`](crate::ThreadPool) runs inside `loom::model`.
+//! * [`LoomSpawner`] and [`LoomParker`]: a [`Spawner`] on loom threads, so a whole
+//!   [`ThreadPool`](crate::ThreadPool) runs inside `loom::model`; with a model clock
+//!   ([`LoomSpawner::with_clock`]) for the timer models.
+//! * [`Tasks`]: no-op tasks for the queue models, mapped back to their index.
+//! * [`model`] and [`model_with_bound`]: `loom::model` that reports how many executions it
+//!   explored.
 //!
-//! Not part of the API: `#[doc(hidden)]`, and absent from every normal build.
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub, clippy::missing_safety_doc)]
-
-extern crate std;
+//! Run them with `make test-loom` (`RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test
+//! --release --target-dir target/loom --lib loom`).
 
 use core::cell::Cell;
 use core::ptr::NonNull;
 
-use alloc::vec::Vec;
+use std::boxed::Box;
+use std::vec::Vec;
+use std::vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Mutex;
@@ -21,186 +25,6 @@ use loom::thread::JoinHandle;
 
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
 use crate::task::{Batch, Task};
-
-/// Slots in a ring under loom (4).
-pub const RING_CAPACITY: u32 = crate::queue::ring::CAPACITY;
-
-/// A worker's bounded ring (`queue::ring::Ring`).
-#[derive(Debug)]
-pub struct Ring(crate::queue::ring::Ring);
-
-impl Default for Ring {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Ring {
-    pub fn new() -> Self {
-        Self(crate::queue::ring::Ring::new())
-    }
-
-    /// # Safety
-    /// As `Ring::push`: the owner only; `task` is the caller's.
-    pub unsafe fn push(&self, task: NonNull<Task>) -> Result<(), Batch> {
-        // SAFETY: forwarded contract (the owner's thread; the ring outlives the half).
-        unsafe { self.0.local() }.push(task)
-    }
-
-    /// # Safety
-    /// As `Ring::pop`: the owner only.
-    pub unsafe fn pop(&self) -> Option<NonNull<Task>> {
-        // SAFETY: forwarded contract (the owner's thread; the ring outlives the half).
-        unsafe { self.0.local() }.pop()
-    }
-
-    /// Steal half of `self` into `dst`: the task to run now, and how many more were queued in
-    /// `dst`.
-    ///
-    /// # Safety
-    /// As `Ring::steal_into`: the caller owns `dst`, which is not `self`.
-    pub unsafe fn steal_into(&self, dst: &Ring) -> Option<(NonNull<Task>, u32)> {
-        // SAFETY: forwarded contract (the owner of `dst`; it outlives the half).
-        self.0.steal_into(&unsafe { dst.0.local() }).map(|s| (s.task, s.queued))
-    }
-
-    pub fn len(&self) -> u32 {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// The pool's injector (`queue::injector::Injector`).
-#[derive(Debug)]
-pub struct Injector(crate::queue::injector::Injector);
-
-impl Default for Injector {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Injector {
-    pub fn new() -> Self {
-        Self(crate::queue::injector::Injector::new())
-    }
-
-    /// `Err(())`: refused because the queue is closed (only with `external`).
-    #[allow(clippy::result_unit_err)]
-    pub fn push(&self, batch: Batch, external: bool) -> Result<(), ()> {
-        self.0.push(batch, external).map_err(|_| ())
-    }
-
-    pub fn close(&self) -> bool {
-        self.0.close()
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.0.is_closed()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn try_lock(&self) -> Option<Consumer<'_>> {
-        self.0.try_lock().map(Consumer)
-    }
-
-    pub fn try_lock_even_empty(&self) -> Option<Consumer<'_>> {
-        self.0.try_lock_even_empty().map(Consumer)
-    }
-}
-
-/// The injector's consumer end, held until dropped.
-#[derive(Debug)]
-pub struct Consumer<'a>(crate::queue::injector::Consumer<'a>);
-
-impl Consumer<'_> {
-    pub fn pop(&mut self) -> Option<NonNull<Task>> {
-        self.0.pop()
-    }
-
-    pub fn push_front(&mut self, batch: Batch) {
-        self.0.push_front(batch);
-    }
-}
-
-/// The `Sync` word's states (mirror of `sync_word::State`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncState {
-    Pending,
-    Waking,
-    Signaled,
-    Shutdown,
-}
-
-impl From<crate::scheduler::sync_word::State> for SyncState {
-    fn from(s: crate::scheduler::sync_word::State) -> Self {
-        use crate::scheduler::sync_word::State;
-        match s {
-            State::Pending => Self::Pending,
-            State::Waking => Self::Waking,
-            State::Signaled => Self::Signaled,
-            State::Shutdown => Self::Shutdown,
-        }
-    }
-}
-
-impl From<SyncState> for crate::scheduler::sync_word::State {
-    fn from(s: SyncState) -> Self {
-        use crate::scheduler::sync_word::State;
-        match s {
-            SyncState::Pending => State::Pending,
-            SyncState::Waking => State::Waking,
-            SyncState::Signaled => State::Signaled,
-            SyncState::Shutdown => State::Shutdown,
-        }
-    }
-}
-
-/// A snapshot of the packed `Sync` word (`sync_word::Sync`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct SyncWord(pub u32);
-
-impl SyncWord {
-    fn get(self) -> crate::scheduler::sync_word::Sync {
-        crate::scheduler::sync_word::Sync(self.0)
-    }
-    pub fn state(self) -> SyncState {
-        self.get().state().into()
-    }
-    pub fn notified(self) -> bool {
-        self.get().notified()
-    }
-    pub fn idle(self) -> u32 {
-        self.get().idle()
-    }
-    pub fn spawned(self) -> u32 {
-        self.get().spawned()
-    }
-    pub fn with_state(self, state: SyncState) -> Self {
-        Self(self.get().with_state(state.into()).0)
-    }
-    pub fn with_notified(self, notified: bool) -> Self {
-        Self(self.get().with_notified(notified).0)
-    }
-    pub fn inc_idle(self) -> Self {
-        Self(self.get().inc_idle().0)
-    }
-    pub fn dec_idle(self) -> Self {
-        Self(self.get().dec_idle().0)
-    }
-    pub fn inc_spawned(self) -> Self {
-        Self(self.get().inc_spawned().0)
-    }
-    pub fn dec_spawned(self) -> Self {
-        Self(self.get().dec_spawned().0)
-    }
-}
 
 /// A parker from loom's `Mutex<bool>` (the token) and `Condvar`, like the std
 /// `CondvarParker`.
@@ -214,7 +38,7 @@ impl SyncWord {
 /// its deadline ([`LoomSpawner::advance_to`]), as a real timed park does; a timeout shorter
 /// than one wheel tick (a back-off pause, not a timer) still returns at once.
 #[derive(Debug)]
-pub struct LoomParker {
+pub(crate) struct LoomParker {
     state: std::sync::Arc<ParkerState>,
     clock: Option<std::sync::Arc<LoomClock>>,
 }
@@ -285,7 +109,7 @@ impl Parker for LoomParker {
 /// outside loom's view (a std atomic): it is the world's time, not part of the protocol under
 /// test; what the protocol does with a reading goes through the pool's own atomics.
 #[derive(Debug, Default)]
-pub struct LoomClock {
+struct LoomClock {
     now: std::sync::atomic::AtomicU64,
     /// Every parker made by the spawner, to wake those whose deadline passes.
     parkers: std::sync::Mutex<Vec<std::sync::Arc<ParkerState>>>,
@@ -315,47 +139,33 @@ loom::thread_local! {
 /// the new thread takes that lock once before running, so by the time a thread can tell the
 /// pool it is leaving, its handle is recorded and `join_all` joins it.
 #[derive(Debug)]
-pub struct LoomSpawner {
+pub(crate) struct LoomSpawner {
     handles: loom::sync::Arc<Mutex<Vec<JoinHandle<()>>>>,
     spawned: AtomicUsize,
     joined: AtomicUsize,
-    /// Spawns allowed before `spawn` starts failing (for models of spawn failure).
-    spawn_budget: usize,
     /// The model's clock, if it has one (`now_ns` is `None` otherwise).
     clock: Option<std::sync::Arc<LoomClock>>,
 }
 
-impl Default for LoomSpawner {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl LoomSpawner {
-    pub fn new() -> Self {
-        Self::with_spawn_budget(usize::MAX)
-    }
-
-    /// A spawner whose spawns fail after `budget` successful ones.
-    pub fn with_spawn_budget(budget: usize) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             handles: loom::sync::Arc::new(Mutex::new(Vec::new())),
             spawned: AtomicUsize::new(0),
             joined: AtomicUsize::new(0),
-            spawn_budget: budget,
             clock: None,
         }
     }
 
     /// A spawner with a model clock at 0 ns: `now_ns` reads it, and a timed park blocks until
     /// [`advance_to`](Self::advance_to) passes its deadline (timer models).
-    pub fn with_clock() -> Self {
+    pub(crate) fn with_clock() -> Self {
         Self { clock: Some(std::sync::Arc::default()), ..Self::new() }
     }
 
     /// Moves the model clock forward to `ns` and wakes every timed park whose deadline passed
     /// (each re-checks its own deadline). Panics without a clock.
-    pub fn advance_to(&self, ns: u64) {
+    pub(crate) fn advance_to(&self, ns: u64) {
         let clock = self.clock.as_ref().expect("a LoomSpawner::with_clock");
         clock.now.fetch_max(ns, std::sync::atomic::Ordering::SeqCst);
         let parkers = clock.parkers.lock().unwrap().clone();
@@ -366,17 +176,17 @@ impl LoomSpawner {
     }
 
     /// Threads started so far.
-    pub fn spawned(&self) -> usize {
+    pub(crate) fn spawned(&self) -> usize {
         self.spawned.load(Ordering::Acquire)
     }
 
     /// Threads joined by `join_all` so far.
-    pub fn joined(&self) -> usize {
+    pub(crate) fn joined(&self) -> usize {
         self.joined.load(Ordering::Acquire)
     }
 
     /// Handles recorded and not yet joined.
-    pub fn unjoined(&self) -> usize {
+    pub(crate) fn unjoined(&self) -> usize {
         self.handles.lock().unwrap().len()
     }
 }
@@ -394,9 +204,6 @@ unsafe impl Spawner for LoomSpawner {
 
     fn spawn(&self, start: ThreadStart, _stack_size: usize) -> Result<(), SpawnError> {
         let mut handles = self.handles.lock().unwrap();
-        if self.spawned.load(Ordering::Relaxed) >= self.spawn_budget {
-            return Err(SpawnError);
-        }
         let gate = self.handles.clone();
         let handle = loom::thread::spawn(move || {
             drop(gate.lock().unwrap());
@@ -432,8 +239,8 @@ unsafe impl Spawner for LoomSpawner {
 /// A fixed set of no-op tasks for queue models: hands out pointers and maps them back to their
 /// index, so a model can count that every task came out exactly once.
 #[derive(Debug)]
-pub struct Tasks {
-    tasks: alloc::boxed::Box<[Task]>,
+pub(crate) struct Tasks {
+    tasks: Box<[Task]>,
 }
 
 unsafe extern "C" fn never_run(_: *mut Task) {
@@ -441,26 +248,18 @@ unsafe extern "C" fn never_run(_: *mut Task) {
 }
 
 impl Tasks {
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         Self { tasks: (0..n).map(|_| Task::new(never_run)).collect() }
     }
 
-    pub fn len(&self) -> usize {
-        self.tasks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-    }
-
     /// Task `i` as the pointer the queues take. The queues write only its atomic `next`.
-    pub fn ptr(&self, i: usize) -> NonNull<Task> {
+    pub(crate) fn ptr(&self, i: usize) -> NonNull<Task> {
         NonNull::from(&self.tasks[i])
     }
 
     /// The index of a task pointer that came out of a queue; panics on anything else (a
     /// garbage pointer, the injector's stub).
-    pub fn index_of(&self, task: NonNull<Task>) -> usize {
+    pub(crate) fn index_of(&self, task: NonNull<Task>) -> usize {
         let base = self.tasks.as_ptr() as usize;
         let addr = task.as_ptr() as usize;
         let size = core::mem::size_of::<Task>();
@@ -472,7 +271,7 @@ impl Tasks {
     }
 
     /// A batch of the tasks `range`, in order.
-    pub fn batch(&self, range: core::ops::Range<usize>) -> Batch {
+    pub(crate) fn batch(&self, range: core::ops::Range<usize>) -> Batch {
         let mut b = Batch::new();
         for i in range {
             // SAFETY: the model hands each task to one queue at a time; `self` outlives it.
@@ -482,9 +281,21 @@ impl Tasks {
     }
 }
 
+/// Asserts that `seen` holds every index below `n` exactly once (the queue models' count of
+/// tasks or jobs).
+pub(crate) fn assert_exactly_once(n: usize, seen: &[usize]) {
+    let mut flags = vec![0u32; n];
+    for &i in seen {
+        flags[i] += 1;
+    }
+    for (i, &f) in flags.iter().enumerate() {
+        assert_eq!(f, 1, "task {i} came out {f} times (seen: {seen:?})");
+    }
+}
+
 /// `loom::model(f)`, printing how many executions loom explored and how long it took (shown
-/// with `--nocapture`; the numbers the test docs quote come from here).
-pub fn model<F>(name: &str, f: F)
+/// with `--nocapture`; the numbers the models' docs quote come from here).
+pub(crate) fn model<F>(name: &str, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
@@ -493,7 +304,7 @@ where
 
 /// [`model`] with at most `bound` preemptions whatever `LOOM_MAX_PREEMPTIONS` says: for a model
 /// too large to finish at the suite's bound (its docs say what the lower bound still covers).
-pub fn model_with_bound<F>(name: &str, bound: usize, f: F)
+pub(crate) fn model_with_bound<F>(name: &str, bound: usize, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
@@ -522,25 +333,4 @@ where
         runs.load(StdOrdering::Relaxed),
         start.elapsed()
     );
-}
-
-/// `Signal::register` (the signal's one waiter registers or replaces its waker); false: the
-/// signal is being set or set.
-///
-/// # Safety
-/// As `Signal::register`: only the signal's one waiter calls it.
-pub unsafe fn signal_register(signal: &crate::Signal, waker: &core::task::Waker) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { signal.register(waker) }
-}
-
-/// `Signal::park_until_set` on `parker` (the calling thread's own; it is the signal's one
-/// waiter).
-pub fn signal_park_until_set(signal: &crate::Signal, parker: &LoomParker) {
-    signal.park_until_set(parker);
-}
-
-/// `Signal::is_setting`: the waiter must not sleep any more.
-pub fn signal_is_setting(signal: &crate::Signal) -> bool {
-    signal.is_setting()
 }

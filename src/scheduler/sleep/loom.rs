@@ -1,7 +1,7 @@
-//! Loom models of the sleep/wake protocol (`src/scheduler/sleep.rs`, argued in
-//! `src/scheduler/README.md`) on a whole `ThreadPool`: real workers, the real `Sync` word,
-//! injector and rings, on loom threads ([`LoomSpawner`]: `loom::thread::spawn`, a parker on
-//! loom's park/unpark, a loom thread-local for the current worker).
+//! Loom models of the sleep/wake protocol (`sleep.rs`, argued in `src/scheduler/README.md`)
+//! on a whole `ThreadPool`: real workers, the real `Sync` word, injector and rings, on loom
+//! threads ([`LoomSpawner`]: `loom::thread::spawn`, a parker on a loom mutex and condvar, a
+//! loom thread-local for the current worker).
 //!
 //! A lost wake-up shows up as a loom deadlock (every thread parked) or, where the main thread
 //! spins for a task's flag, as a spin that never ends (`spin_until_ran`); a double run as a run
@@ -15,15 +15,17 @@
 //! (see `scheduler/README.md`).
 //!
 //! Run: `make test-loom`.
-#![cfg(loom)]
 
 use core::ptr::NonNull;
+
+use std::vec::Vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use pool::loom_support::{model, LoomSpawner};
-use pool::{container_of, Config, Error, Task, ThreadPool};
+
+use crate::loom::{model, LoomSpawner};
+use crate::{container_of, Config, Error, Task, ThreadPool};
 
 /// A task that counts its runs.
 #[repr(C)]
