@@ -10,7 +10,7 @@ use core::fmt;
 /// # #[cfg(feature = "std")] {
 /// use pool::{Config, Error, ThreadPool};
 ///
-/// let too_many = Config { max_threads: pool::MAX_THREADS + 1, ..Config::default() };
+/// let too_many = Config::default().with_max_threads(pool::MAX_THREADS + 1);
 /// assert_eq!(ThreadPool::new(too_many).unwrap_err(), Error::InvalidArgument);
 ///
 /// let pool = ThreadPool::new(Config::default()).unwrap();

@@ -99,7 +99,7 @@ pub use join::Scope;
 pub use latch::{CountLatch, Signal};
 pub use panic::panic_count;
 pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
-pub use runtime::{JoinError, JoinHandle, RuntimeStats};
+pub use runtime::{JoinError, JoinHandle};
 pub use scheduler::{
     Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };

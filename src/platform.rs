@@ -193,7 +193,7 @@ impl fmt::Display for SpawnError {
 ///     }
 /// }
 ///
-/// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, MySpawner::default()).unwrap();
+/// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), MySpawner::default()).unwrap();
 /// let (tx, rx) = std::sync::mpsc::channel();
 /// pool.spawn(move || tx.send(6 * 7).unwrap()).unwrap();
 /// assert_eq!(rx.recv().unwrap(), 42);

@@ -29,7 +29,10 @@ impl<S: Spawner> Inner<S> {
     pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
         // SAFETY: the caller's contract: a valid state that nothing else reads now.
         let old = unsafe { &*raw };
-        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size };
+        let config = BlockingConfig::new()
+            .with_max_threads(old.cap)
+            .with_keep_alive(old.keep_alive)
+            .with_stack_size(old.stack_size);
         let fresh = Self::build(config, spawner)?;
         // SAFETY: as above; the old value is moved out and kept, never dropped.
         let old = unsafe { ptr::replace(raw, fresh) };

@@ -221,12 +221,12 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     {
         return None;
     }
-    Some(BlockingConfig {
-        max_threads: config.max_threads,
-        keep_alive: Duration::from_millis(config.keep_alive_ms as u64),
-        stack_size: super::process::c_stack_size(config.stack_size),
-        ..BlockingConfig::default()
-    })
+    Some(
+        BlockingConfig::new()
+            .with_max_threads(config.max_threads)
+            .with_keep_alive(Duration::from_millis(config.keep_alive_ms as u64))
+            .with_stack_size(super::process::c_stack_size(config.stack_size)),
+    )
 }
 
 /// Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the

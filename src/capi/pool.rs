@@ -110,7 +110,8 @@ pub(super) fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: 
         platform::CSpawner::Std(_) => process::c_stack_size(config.stack_size),
         platform::CSpawner::Host(_) => config.stack_size,
     };
-    let config = Config { max_threads: config.max_threads, stack_size, idle_spins: config.idle_spins };
+    let config =
+        Config::new().with_max_threads(config.max_threads).with_stack_size(stack_size).with_idle_spins(config.idle_spins);
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
             let raw = pool.into_raw();

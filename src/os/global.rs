@@ -92,7 +92,7 @@ pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawne
 /// use std::time::Duration;
 ///
 /// // First thing in main: a smaller cap and a shorter keep-alive for this process.
-/// let config = BlockingConfig { max_threads: 16, keep_alive: Duration::from_secs(1), ..Default::default() };
+/// let config = BlockingConfig::default().with_max_threads(16).with_keep_alive(Duration::from_secs(1));
 /// pool::configure_global_blocking(config).unwrap();
 /// assert_eq!(pool::global_blocking().max_threads(), 16);
 /// assert_eq!(pool::configure_global_blocking(BlockingConfig::default()), Err(Error::AlreadyStarted));

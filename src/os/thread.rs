@@ -140,7 +140,7 @@ impl<P> ThreadSpawner<P> {
     /// ```
     /// use pool::{Config, ThreadPool, ThreadSpawner};
     /// let spawner: ThreadSpawner = ThreadSpawner::name_prefix("render-");
-    /// let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, spawner).unwrap();
+    /// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(1), spawner).unwrap();
     /// let (tx, rx) = std::sync::mpsc::channel();
     /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
     /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render-0"));
@@ -173,7 +173,7 @@ impl<P> ThreadSpawner<P> {
     /// let spawner: ThreadSpawner = ThreadSpawner::new()
     ///     .on_thread_start(move || { s.fetch_add(1, Ordering::Relaxed); })
     ///     .on_thread_stop(move || { t.fetch_add(1, Ordering::Relaxed); });
-    /// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, spawner).unwrap();
+    /// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), spawner).unwrap();
     /// pool.spawn(|| {}).unwrap();
     /// pool.shutdown().unwrap(); // joins every thread: each one's stop hook has run
     /// assert!(started.load(Ordering::Relaxed) >= 1);

@@ -33,7 +33,10 @@ impl<S: Spawner> ThreadPool<S> {
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
         let old = self.inner();
-        let config = Config { max_threads: old.protocol.max_threads() as usize, stack_size: old.stack_size, idle_spins: old.idle_spins };
+        let config = Config::new()
+            .with_max_threads(old.protocol.max_threads() as usize)
+            .with_stack_size(old.stack_size)
+            .with_idle_spins(old.idle_spins);
         let fresh = Inner::build(config, spawner)?;
         // SAFETY: the caller's contract: nothing reads the old state now. It is moved out
         // (never dropped: kept, see the module docs) and the fresh one written in its place.

@@ -24,7 +24,7 @@ use crate::sync::Ordering;
 /// use pool::{Config, ThreadPool};
 /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
 ///
-/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// let hits = Arc::new(AtomicUsize::new(0));
 /// for _ in 0..100 {
 ///     let hits = hits.clone();

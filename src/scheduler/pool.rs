@@ -188,7 +188,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///     ORDER.fetch_add(1, Ordering::Relaxed);
     /// }
     ///
-    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     /// let p = pool.clone();
     /// pool.spawn(move || {
     ///     // From a worker: runs right after this task, on this thread, before older queued work.
@@ -225,7 +225,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// use pool::{Config, Signal, ThreadPool};
     /// use std::sync::Arc;
     ///
-    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
     /// pool.spawn(move || {
     ///     // On the pool's only worker: waiting runs the queued task that sets the signal.
@@ -275,7 +275,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # #[cfg(feature = "std")] {
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let done = Arc::new(AtomicUsize::new(0));
     /// for _ in 0..100 {
     ///     let done = done.clone();
@@ -349,7 +349,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let ran = Arc::new(AtomicUsize::new(0));
     /// for _ in 0..1000 {
     ///     let ran = ran.clone();
