@@ -32,8 +32,11 @@ use pool::{container_of, BlockingConfig, BlockingPool, BlockingTask, Error, Park
 struct ModelParker {
     token: Mutex<bool>,
     cond: Condvar,
-    /// `park_timeout` blocks like `park` (a keep-alive that never expires in the model), so a
-    /// thread that parks while work waits and nobody notifies it is a loom deadlock.
+    /// A keep-alive (`park_timeout` of a second or more) blocks like `park`: it never expires
+    /// in the model, so a thread that parks while work waits and nobody notifies it is a loom
+    /// deadlock. Shorter timeouts (the drain's back-off naps, which nothing unparks: the
+    /// thread is not idle) still expire at once, as the `Parker` contract requires them to
+    /// end.
     endless_timeout: bool,
 }
 
@@ -46,8 +49,8 @@ impl Parker for ModelParker {
         *token = false;
     }
 
-    fn park_timeout(&self, _timeout: Duration) {
-        if self.endless_timeout {
+    fn park_timeout(&self, timeout: Duration) {
+        if self.endless_timeout && timeout >= Duration::from_secs(1) {
             return self.park();
         }
         // No time in loom: the timeout expires at once (early return is allowed).
