@@ -54,7 +54,6 @@ use crate::platform::Spawner;
 
 mod config;
 mod counts;
-#[cfg(feature = "std")]
 mod fork;
 mod handle;
 mod inner;

@@ -144,7 +144,8 @@ impl<S: Spawner> BlockingPool<S> {
     /// # Errors
     /// * [`Error::Shutdown`] once [`shutdown`](Self::shutdown) has begun;
     /// * [`Error::Spawn`] if the pool has no thread and the platform could not start one;
-    /// * [`Error::InvalidArgument`] for a task without a callback.
+    /// * [`Error::InvalidArgument`] for a task without a callback;
+    /// * [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// On error the task was not queued and is still the caller's.
     ///
@@ -302,7 +303,7 @@ impl<S: Spawner> BlockingPool<S> {
     /// # Errors
     /// [`Error::Shutdown`] if shutdown was already done or begun by another call;
     /// [`Error::InvalidArgument`] when called from one of the pool's own threads (it would wait
-    /// for itself).
+    /// for itself); [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
@@ -369,8 +370,16 @@ impl<S: Spawner> Drop for BlockingPool<S> {
     /// racing `pool_blocking_destroy`), this waits for it to finish before freeing. If a
     /// shutdown unwound (a panicking [`Spawner::join_all`]), its threads may still run: the
     /// state is leaked.
+    ///
+    /// In a child that inherited the pool through `fork()` ([`Error::Forked`]) it returns at
+    /// once, freeing what it safely can (`blocking/fork.rs`).
     fn drop(&mut self) {
         let inner = self.inner();
+        if inner.link.is_inherited() {
+            // SAFETY: inherited through fork, in this child; our handle is given up here.
+            unsafe { Inner::free_inherited(self.inner.as_ptr()) };
+            return;
+        }
         if inner.is_pool_thread() {
             if inner.gate.detach() {
                 inner.begin_shutdown();

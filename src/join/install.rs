@@ -34,7 +34,7 @@ impl<S: Spawner> ThreadPool<S> {
         self.run_on_pool(move |cx| cx.map(op)).ok_or_else(|| {
             let inner = self.inner();
             if inner.injector.is_closed() {
-                Error::Shutdown
+                inner.refusal()
             } else if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
                 Error::Spawn
             } else {
