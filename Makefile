@@ -23,7 +23,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -97,6 +97,15 @@ test-c-valgrind: $(C_TESTS) $(CXX_TESTS) tool-valgrind
 	@set -e; for t in $(C_TESTS) $(CXX_TESTS); do echo "== valgrind $$t"; \
 	  POOL_TEST_SCALE=0.01 $(VALGRIND) ./$$t > $(BUILD)/valgrind-$$(basename $$t).log 2>&1 \
 	  || { cat $(BUILD)/valgrind-$$(basename $$t).log; exit 1; }; tail -n 1 $(BUILD)/valgrind-$$(basename $$t).log; done
+
+# A program that creates, uses and destroys its own pools frees every block the library
+# allocated: valgrind's allocation and free counts must match (no block left at exit, "still
+# reachable" included), as suites that compare the two expect (c_tests/lifecycle.c).
+test-c-frees: $(BUILD)/lifecycle tool-valgrind
+	valgrind -q --fair-sched=yes --error-exitcode=1 --leak-check=full --show-leak-kinds=all \
+	  --errors-for-leak-kinds=all ./$(BUILD)/lifecycle > $(BUILD)/frees.log 2>&1 || { cat $(BUILD)/frees.log; exit 1; }
+	@valgrind --fair-sched=yes ./$(BUILD)/lifecycle 2>&1 | grep -E "in use at exit|total heap usage" \
+	  | tee $(BUILD)/frees-summary.log; grep -q "in use at exit: 0 bytes in 0 blocks" $(BUILD)/frees-summary.log
 
 test-rust:
 	$(CARGO) test --release
@@ -207,7 +216,7 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
+test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test

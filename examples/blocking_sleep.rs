@@ -59,7 +59,7 @@ struct Run {
 }
 
 fn run(tasks: usize, cap: usize, keep_alive: Duration) -> Run {
-    let pool = BlockingPool::new(BlockingConfig { max_threads: cap, keep_alive, ..BlockingConfig::default() }).unwrap();
+    let pool = BlockingPool::new(BlockingConfig::default().with_max_threads(cap).with_keep_alive(keep_alive)).unwrap();
     let monitor = Monitor::start();
     let done = Arc::new(AtomicUsize::new(0));
     let main = std::thread::current();

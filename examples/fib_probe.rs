@@ -35,7 +35,7 @@ fn main() {
         Some("move") => true,
         Some(other) => panic!("ref or move, not {other}"),
     };
-    let pool = ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap();
+    let pool = ThreadPool::new(Config::default().with_max_threads(threads)).unwrap();
     let r = pool.install(|cx| if by_move { fib_move(cx, n) } else { fib(cx, n) }).unwrap();
     println!("fib({n}) = {r}");
 }

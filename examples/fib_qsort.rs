@@ -137,7 +137,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let threads: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
-    let pool = ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap();
+    let pool = ThreadPool::new(Config::default().with_max_threads(threads)).unwrap();
     let want_fib = fib_seq(FIB_N);
 
     let seq = time(runs, || fib_seq(black_box(FIB_N)), |&r| assert_eq!(r, want_fib));

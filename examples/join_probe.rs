@@ -19,7 +19,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "await".into());
     let rounds: u64 = args.next().map_or(10_000, |s| s.parse().expect("ROUNDS"));
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     let sum = match mode.as_str() {
         "await" => {
             let p = pool.clone();

@@ -33,7 +33,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
     let threads: usize = args.next().map_or(2, |s| s.parse().expect("threads"));
-    let pool = ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap();
+    let pool = ThreadPool::new(Config::default().with_max_threads(threads)).unwrap();
     let shared = Shared { remaining: AtomicUsize::new(n), counter: AtomicUsize::new(0), main: std::thread::current() };
     let mut tasks: Vec<Tiny> = (0..n).map(|_| Tiny { task: Task::new(tiny), shared: &shared }).collect();
     let start = std::time::Instant::now();

@@ -14,7 +14,7 @@ fn main() {
     let tasks: usize = args.next().map_or(10_000, |s| s.parse().expect("TASKS"));
     let yields: usize = args.next().map_or(100, |s| s.parse().expect("YIELDS"));
     let threads: usize = args.next().map_or(2, |s| s.parse().expect("threads"));
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap());
     let p = pool.clone();
     let start = std::time::Instant::now();
     pool.block_on(async move {

@@ -10,7 +10,7 @@ use core::fmt;
 /// # #[cfg(feature = "std")] {
 /// use pool::{Config, Error, ThreadPool};
 ///
-/// let too_many = Config { max_threads: pool::MAX_THREADS + 1, ..Config::default() };
+/// let too_many = Config::default().with_max_threads(pool::MAX_THREADS + 1);
 /// assert_eq!(ThreadPool::new(too_many).unwrap_err(), Error::InvalidArgument);
 ///
 /// let pool = ThreadPool::new(Config::default()).unwrap();
@@ -37,6 +37,11 @@ pub enum Error {
     Overflow,
     /// The allocator failed: nothing was built (a constructor), or the thread was not started.
     OutOfMemory,
+    /// The pool was inherited from the parent process through `fork()`: its threads are in
+    /// the parent, so in this process it takes no work (the tasks the parent queued never run
+    /// here) and its shutdown has nothing to wait for. Dropping it frees what it can and
+    /// returns. The global pools are not inherited: the child's are reset, and work.
+    Forked,
 }
 
 impl fmt::Display for Error {
@@ -48,6 +53,7 @@ impl fmt::Display for Error {
             Error::AlreadyStarted => "already started: configure it before its first use",
             Error::Overflow => "a count would overflow",
             Error::OutOfMemory => "out of memory",
+            Error::Forked => "the pool was inherited through fork: unusable in this process",
         })
     }
 }

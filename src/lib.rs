@@ -54,7 +54,6 @@ mod error;
 mod fallible;
 mod heap_task;
 mod join;
-#[cfg(feature = "std")]
 mod keep;
 mod latch;
 mod panic;
@@ -93,8 +92,8 @@ pub use blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingMe
 pub use join::Scope;
 pub use latch::{CountLatch, Signal};
 pub use panic::panic_count;
-pub use platform::{Parker, SpawnError, Spawner, ThreadStart};
-pub use runtime::{JoinError, JoinHandle, RuntimeStats};
+pub use platform::{Parker, PoolLink, SpawnError, Spawner, ThreadStart};
+pub use runtime::{JoinError, JoinHandle};
 pub use scheduler::{
     Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };

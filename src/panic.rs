@@ -23,7 +23,7 @@ static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
 /// let before = pool::panic_count();
 /// pool.spawn(|| panic!("caught at the task boundary")).unwrap(); // the hook prints it
 /// pool.spawn(|| println!("the worker goes on")).unwrap();

@@ -22,7 +22,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// use core::sync::atomic::{AtomicU64, Ordering};
     /// use pool::{Config, ThreadPool};
     ///
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// let sum = AtomicU64::new(0);
     /// pool.parallel_for(0..10_000, 100, |chunk| {
     ///     assert!(chunk.len() <= 100);

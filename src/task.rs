@@ -375,7 +375,7 @@ impl Batch {
     ///     RAN.fetch_add(1, Ordering::Relaxed);
     /// }
     ///
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// let mut tasks: Vec<Task> = (0..16).map(|_| Task::new(count)).collect();
     /// let mut batch = Batch::new();
     /// for task in tasks.iter_mut() {

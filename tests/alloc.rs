@@ -191,7 +191,7 @@ unsafe extern "C" fn driver_run<S: Spawner>(task: *mut Task) {
 }
 
 fn intrusive_zero_alloc<S: Spawner>(p: &Progress, spawner: S, max_threads: usize, n: usize) {
-    let pool = ThreadPool::with_spawner(Config { max_threads, ..Config::default() }, Marking(spawner)).unwrap();
+    let pool = ThreadPool::with_spawner(Config::default().with_max_threads(max_threads), Marking(spawner)).unwrap();
     p.stage(format!("warm-up, {max_threads} threads"));
     warm_up(&pool);
     // Everything the window needs is allocated before it.
@@ -270,7 +270,7 @@ fn spawn_allocates_exactly_one_box_per_task() {
     let _g = common::exclusive();
     let n = scaled_min(20_000, 20);
     watchdog("spawn_allocates_exactly_one_box_per_task", watchdog_secs(30), move |_| {
-        let pool = Arc::new(ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, Marking(ThreadSpawner::<FutexParker>::new())).unwrap());
+        let pool = Arc::new(ThreadPool::with_spawner(Config::default().with_max_threads(2), Marking(ThreadSpawner::<FutexParker>::new())).unwrap());
         warm_up(&pool);
         let hits = Arc::new(AtomicUsize::new(0));
         // From outside: n closures; from inside a worker: one closure that spawns n more.

@@ -196,7 +196,7 @@ impl Jobs {
 }
 
 fn config(max_threads: usize, keep_alive: Duration) -> BlockingConfig {
-    BlockingConfig { max_threads, keep_alive, ..BlockingConfig::default() }
+    BlockingConfig::default().with_max_threads(max_threads).with_keep_alive(keep_alive)
 }
 
 /// A minimal executor for the async test: polls on this thread, parks between polls.
@@ -234,11 +234,11 @@ fn closures_join_await_and_panic() {
         }
         // Awaiting: completion wakes the future (the task sleeps, so the first poll is Pending).
         let out = block_on(async {
-            let a = pool.concurrent(|| {
+            let a = pool.spawn_blocking(|| {
                 thread::sleep(Duration::from_millis(20));
                 "slow"
             });
-            let b = pool.concurrent(|| "fast");
+            let b = pool.spawn_blocking(|| "fast");
             (a.unwrap().await, b.unwrap().await)
         });
         assert_eq!(out, (Ok("slow"), Ok("fast")));

@@ -24,7 +24,7 @@ fn fib_seq(n: u64) -> u64 {
 }
 
 fn pool(threads: usize) -> ThreadPool<ThreadSpawner> {
-    ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap()
+    ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()
 }
 
 #[test]

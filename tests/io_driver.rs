@@ -63,7 +63,7 @@ fn idle_worker_blocks_in_the_driver_and_wakes_for_work() {
         for threads in [1, 2] {
             progress.stage(format!("{threads} threads"));
             let driver = Arc::new(CondDriver::default());
-            let pool = ThreadPool::new(Config { max_threads: threads, idle_spins: 0, ..Config::default() }).unwrap();
+            let pool = ThreadPool::new(Config::default().with_max_threads(threads).with_idle_spins(0)).unwrap();
             pool.set_driver(Box::new(driver.clone())).unwrap();
             assert_eq!(pool.set_driver(Box::new(driver.clone())), Err(pool::Error::AlreadyStarted));
             let (tx, rx) = std::sync::mpsc::channel();
@@ -93,7 +93,7 @@ fn idle_worker_blocks_in_the_driver_and_wakes_for_work() {
 fn busy_workers_poll_the_driver_at_tick_ends() {
     watchdog("busy_workers_poll_the_driver_at_tick_ends", watchdog_secs(60), |_| {
         let driver = Arc::new(CondDriver::default());
-        let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+        let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
         pool.set_driver(Box::new(driver.clone())).unwrap();
         let total = pool.block_on(async {
             let handles: Vec<_> = (0..64)
@@ -120,7 +120,7 @@ fn busy_workers_poll_the_driver_at_tick_ends() {
 fn timers_fire_while_a_worker_waits_in_the_driver() {
     watchdog("timers_fire_while_a_worker_waits_in_the_driver", watchdog_secs(60), |_| {
         let driver = Arc::new(CondDriver::default());
-        let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+        let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
         pool.set_driver(Box::new(driver.clone())).unwrap();
         let p = pool.clone();
         let slept = pool

@@ -50,7 +50,7 @@ fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
 type Pool = ThreadPool<ThreadSpawner>;
 
 fn new_pool(threads: usize) -> Arc<Pool> {
-    Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap())
+    Arc::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap())
 }
 
 fn fib(pool: &Pool, n: u32) -> u64 {

@@ -50,7 +50,7 @@ fn tree(pool: &'static ThreadPool<pool::ThreadSpawner>, depth: u32, count: &'sta
 #[test]
 fn nested_waits_on_workers_help() {
     for threads in [1, 2, 4] {
-        let pool: &'static ThreadPool<_> = Box::leak(Box::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap()));
+        let pool: &'static ThreadPool<_> = Box::leak(Box::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()));
         let count: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let depth = if cfg!(miri) { 4 } else { 12 };
         watchdog("nested tree", watchdog_secs(30), move |_| tree(pool, depth, count));
@@ -61,7 +61,7 @@ fn nested_waits_on_workers_help() {
 
 #[test]
 fn wait_from_outside_parks_until_done() {
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(2)).unwrap());
     let p = pool.clone();
     watchdog("outside wait", watchdog_secs(30), move |_| {
         for round in 0..200 {
@@ -89,7 +89,7 @@ fn wait_from_outside_parks_until_done() {
 
 #[test]
 fn drop_last_handle_inside_own_task_does_not_free_in_use_state() {
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(2)).unwrap());
     let (tx, rx) = std::sync::mpsc::channel();
     let p = pool.clone();
     drop(pool);
@@ -123,7 +123,7 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
         p.track_value("round", &round);
         for idle_spins in [pool::DEFAULT_IDLE_SPINS, 1, 0] {
             p.stage(format!("idle_spins {idle_spins}"));
-            let config = Config { max_threads: 2, idle_spins, ..Config::default() };
+            let config = Config::default().with_max_threads(2).with_idle_spins(idle_spins);
             let mut pool = Arc::new(ThreadPool::new(config).unwrap());
             for i in 0..rounds {
                 round.store(i, Ordering::Relaxed);
@@ -169,7 +169,7 @@ fn helper_leaving_its_wait_hands_on_a_pending_wake() {
 #[test]
 fn add_past_the_range_is_refused_and_changes_nothing() {
     watchdog("latch overflow", watchdog_secs(30), |_| {
-        let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        let pool = ThreadPool::new(Config::default().with_max_threads(1)).unwrap();
         let latch = CountLatch::new();
         assert_eq!(latch.try_add(usize::MAX), Err(pool::Error::Overflow));
         latch.add(3);

@@ -13,7 +13,7 @@ use pool::net::{Net, TcpListener, TcpStream, UdpSocket};
 use pool::{Config, ThreadPool};
 
 fn pool_and_net(threads: usize) -> (Arc<ThreadPool<pool::ThreadSpawner>>, Net) {
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap());
     let net = Net::install(&pool).unwrap();
     (pool, net)
 }
@@ -315,7 +315,7 @@ fn shutdown_cancels_io_waits_and_fails_later_io() {
         assert!(r.is_err(), "a read after shutdown returned {r:?}");
         assert!(TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).is_err(), "registered after shutdown");
         // A driver installed after shutdown would never be polled: refused.
-        let late = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        let late = ThreadPool::new(Config::default().with_max_threads(1)).unwrap();
         late.shutdown().unwrap();
         assert!(Net::install(&late).is_err(), "a driver installed after shutdown");
     });

@@ -80,10 +80,10 @@ fn until_built<T>(what: &str, build: impl Fn() -> Result<T, Error>) -> (T, usize
 
 #[test]
 fn constructors_report_out_of_memory_and_leave_nothing() {
-    let (pool, refusals) = until_built("ThreadPool::new", || ThreadPool::new(Config { max_threads: 2, ..Config::default() }));
+    let (pool, refusals) = until_built("ThreadPool::new", || ThreadPool::new(Config::default().with_max_threads(2)));
     assert!(refusals >= 3, "the spawner, the tables and the state each allocate: {refusals}");
     drop(pool);
-    let (pool, refusals) = until_built("BlockingPool::new", || BlockingPool::new(BlockingConfig { max_threads: 4, ..Default::default() }));
+    let (pool, refusals) = until_built("BlockingPool::new", || BlockingPool::new(BlockingConfig::default().with_max_threads(4)));
     assert!(refusals >= 3, "{refusals}");
     drop(pool);
 }
@@ -95,7 +95,7 @@ fn lazy_start_without_memory_is_a_failed_spawn() {
         RAN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     static mut TASK: Task = Task::new(count);
-    let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+    let pool = ThreadPool::new(Config::default().with_max_threads(1)).unwrap();
     let task = std::ptr::NonNull::new(&raw mut TASK).unwrap();
     // The first thread's state is allocated on the submitting thread, before the thread is
     // asked for: refused, the submit reports that no thread could start.

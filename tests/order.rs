@@ -213,7 +213,7 @@ fn run(p: &Progress, name: &'static str, per_stream: usize, how: Submit, extra: 
     p.track(&ctx.counter);
     p.track_value("local tasks run", &ctx.locals_ran);
     p.track_value("spinner rounds", &ctx.spins);
-    let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Default::default() }).unwrap());
+    let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     assert!(ctx.pool.set(Arc::clone(&pool)).is_ok());
     let jobs = OrderJobs::new(&ctx);
     p.stage(format!("{name}: submitting"));

@@ -7,7 +7,7 @@ use pool::{Config, ThreadPool, ThreadSpawner};
 type Pool = ThreadPool<ThreadSpawner>;
 
 fn pool(threads: usize) -> Pool {
-    ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap()
+    ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()
 }
 
 fn check(pool: &Pool, n: usize, grain: usize) {

@@ -70,7 +70,7 @@ static GLOBAL: Counting = Counting;
 type Pool = ThreadPool<ThreadSpawner>;
 
 fn pool(threads: usize) -> Arc<Pool> {
-    Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap())
+    Arc::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap())
 }
 
 /// A one-shot event a future can await (a minimal channel: set a flag, wake the waiter).
@@ -181,7 +181,7 @@ fn spawn_await_chains() {
         for i in 0..scaled_min(2_000, 20) {
             assert_eq!(pool.spawn_future(async move { i * 3 }).unwrap().join().unwrap(), i * 3);
         }
-        let s = pool.runtime_stats();
+        let s = pool.stats();
         assert!(s.spawned >= depth + n, "{s:?}");
         assert!(s.polled >= s.spawned, "{s:?}");
     });
@@ -250,7 +250,7 @@ fn hundred_k_on_a_custom_parker() {
     }
     let _g = common::shared();
     watchdog("hundred_k_custom_parker", watchdog_secs(20), |_| {
-        let pool = Arc::new(ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, ThreadSpawner::<YieldParker>::new()).unwrap());
+        let pool = Arc::new(ThreadPool::with_spawner(Config::default().with_max_threads(2), ThreadSpawner::<YieldParker>::new()).unwrap());
         hundred_k_wake_each_other(pool);
     });
 }
@@ -307,7 +307,7 @@ fn wake_after_completion_is_a_no_op_and_frees() {
         let w2 = waker.clone();
         std::thread::spawn(move || w2.wake()).join().unwrap();
         drop(waker); // the last reference: the task is freed here (Miri/ASan would see a leak)
-        assert_eq!(pool.runtime_stats().polled, 1);
+        assert_eq!(pool.stats().polled, 1);
     });
 }
 
@@ -734,7 +734,7 @@ fn one_allocation_per_spawn_none_per_wake() {
         COUNTING.store(false, Ordering::SeqCst);
         let allocs = ALLOCS.load(Ordering::SeqCst);
         assert_eq!(sum, n * (n - 1) / 2);
-        let polls = pool.runtime_stats().polled;
+        let polls = pool.stats().polled;
         assert!(polls >= n * (yields + 1));
         assert_eq!(allocs, n, "{allocs} allocations for {n} spawns with {yields} wakes each");
     });

@@ -9,7 +9,7 @@ const N: usize = if cfg!(miri) { 200 } else { 100_000 };
 
 #[test]
 fn smoke() {
-    let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     let n = Arc::new(AtomicUsize::new(0));
     for _ in 0..N {
         let n = n.clone();

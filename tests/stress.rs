@@ -162,7 +162,7 @@ fn submit_racing_shutdown_condvar_parker() {
 /// worker goes straight to its parker) and once with a long one.
 fn mixed_load<S: Spawner>(p: &Progress, make: &dyn Fn() -> S, max_threads: usize, per_producer: usize, depth: u32) {
     for idle_spins in [pool::DEFAULT_IDLE_SPINS, 0, 4096] {
-        let config = Config { idle_spins, ..config(max_threads) };
+        let config = config(max_threads).with_idle_spins(idle_spins);
         external_producers(p, ThreadPool::with_spawner(config, make()).unwrap(), 2, per_producer, "2 producers");
         let pool = ThreadPool::with_spawner(config, make()).unwrap();
         tree(p, pool, depth, TreeMode::Single, false);

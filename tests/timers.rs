@@ -17,7 +17,7 @@ use pool::time::{interval, sleep, sleep_until, timeout, Elapsed};
 use pool::{Config, Task, ThreadPool};
 
 fn pool(threads: usize) -> Arc<ThreadPool<pool::ThreadSpawner>> {
-    Arc::new(ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap())
+    Arc::new(ThreadPool::new(Config::default().with_max_threads(threads)).unwrap())
 }
 
 /// Counts live values (created minus dropped).
@@ -408,7 +408,7 @@ fn no_clock_is_a_clear_error() {
         }
     }
     watchdog("no_clock_is_a_clear_error", watchdog_secs(30), |_| {
-        let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, NoClock(ThreadSpawner::new())).unwrap();
+        let pool = ThreadPool::with_spawner(Config::default().with_max_threads(1), NoClock(ThreadSpawner::new())).unwrap();
         assert!(pool.now().is_none());
         let e = pool.spawn_future(async { sleep(Duration::from_millis(1)).await }).unwrap().join().unwrap_err();
         assert!(e.is_panic(), "{e:?}");

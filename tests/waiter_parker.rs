@@ -125,7 +125,7 @@ fn external_waiter_keeps_its_parker_until_the_setter_is_done() {
     watchdog("external_waiter_keeps_its_parker", watchdog_secs(30), |_| {
         for round in 0..5 {
             let spawner = TrackingSpawner { inner: ThreadSpawner::new(), lives: Mutex::new(Vec::new()) };
-            let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, spawner).unwrap();
+            let pool = ThreadPool::with_spawner(Config::default().with_max_threads(1), spawner).unwrap();
             let latch = CountLatch::new();
             latch.add(1);
             let mut job = Done { task: Task::new(done_later), latch: &latch };

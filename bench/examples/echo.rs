@@ -89,7 +89,7 @@ fn idle() {
     let no_pool = idle_cpu(|| ());
     let one_task = |net: bool| {
         move || {
-            let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).expect("pool"));
+            let pool = Arc::new(pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).expect("pool"));
             let net = net.then(|| pool::net::Net::install(&pool).expect("net"));
             pool.spawn_future(async {}).expect("spawn").join().expect("task");
             (pool, net)

@@ -76,7 +76,7 @@ fn main() {
     let n: u64 = args.next().map_or(20, |s| s.parse().unwrap());
     let stack_mib: usize = args.next().map_or(0, |s| s.parse().unwrap());
     let threads: usize = args.next().map_or(2, |s| s.parse().unwrap());
-    let pool = Pool::new(Config { max_threads: threads, stack_size: stack_mib << 20, ..Config::default() }).unwrap();
+    let pool = Pool::new(Config::default().with_max_threads(threads).with_stack_size(stack_mib << 20)).unwrap();
     let p = &pool;
     let root = job(move || fib(p, n));
     let t = std::time::Instant::now();

@@ -206,8 +206,8 @@ fn main() {
         Some(other) => panic!("qsort or matmul, not {other}"),
     };
     let mut work = Work::new(matmul);
-    let ours = pool::ThreadPool::new(pool::Config { max_threads: THREADS, ..Default::default() }).expect("pool");
-    let ours_no_spin = pool::ThreadPool::new(pool::Config { max_threads: THREADS, idle_spins: 0, ..Default::default() }).expect("pool");
+    let ours = pool::ThreadPool::new(pool::Config::default().with_max_threads(THREADS)).expect("pool");
+    let ours_no_spin = pool::ThreadPool::new(pool::Config::default().with_max_threads(THREADS).with_idle_spins(0)).expect("pool");
     let rayon = rayon::ThreadPoolBuilder::new().num_threads(THREADS).build().expect("rayon");
     let mut figures: Vec<Vec<[f64; 5]>> = vec![Vec::new(); POOLS.len()];
     // Round 0 warms up every pool and is not counted.

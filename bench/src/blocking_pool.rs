@@ -119,7 +119,7 @@ fn contenders() -> Vec<Contender> {
 }
 
 fn ours() -> BlockingPool<ThreadSpawner> {
-    BlockingPool::new(BlockingConfig { max_threads: CAP, keep_alive: KEEP_ALIVE, ..BlockingConfig::default() })
+    BlockingPool::new(BlockingConfig::default().with_max_threads(CAP).with_keep_alive(KEEP_ALIVE))
         .expect("BlockingPool::new")
 }
 

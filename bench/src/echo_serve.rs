@@ -69,7 +69,7 @@ pub fn thread_cpu_ms(path: &str) -> String {
 /// the server is used.
 pub fn serve_ours(threads: usize) -> (Arc<pool::ThreadPool<pool::ThreadSpawner>>, pool::net::Net, SocketAddr) {
     let spins = std::env::var("ECHO_SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(pool::DEFAULT_IDLE_SPINS);
-    let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: threads, idle_spins: spins, ..Default::default() }).expect("pool"));
+    let pool = Arc::new(pool::ThreadPool::new(pool::Config::default().with_max_threads(threads).with_idle_spins(spins)).expect("pool"));
     let net = pool::net::Net::install(&pool).expect("net");
     let listener = pool::net::TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).expect("bind");
     let addr = listener.local_addr().expect("addr");

@@ -21,7 +21,7 @@ pub struct PoolBox(&'static OurPool);
 
 impl PoolBox {
     pub fn new(threads: usize) -> Self {
-        let pool = OurPool::new(Config { max_threads: threads, ..Config::default() }).expect("pool::ThreadPool::new");
+        let pool = OurPool::new(Config::default().with_max_threads(threads)).expect("pool::ThreadPool::new");
         PoolBox(Box::leak(Box::new(pool)))
     }
     pub fn get(&self) -> &'static OurPool {

@@ -72,7 +72,7 @@ pub fn workloads() -> Vec<crate::Workload> {
 fn contenders() -> Vec<Contender> {
     vec![
         Contender::new("pool", "pool::time::sleep_until in ThreadPool::spawn_future tasks", |threads| {
-            let pool = Arc::new(OurPool::new(Config { max_threads: threads, ..Config::default() }).expect("pool"));
+            let pool = Arc::new(OurPool::new(Config::default().with_max_threads(threads)).expect("pool"));
             let delays = delays();
             Box::new(move || {
                 let run = Run::new();

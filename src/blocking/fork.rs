@@ -1,15 +1,18 @@
-//! A blocking pool after `fork()`, in the child: reset in place (the global pool) or closed and
-//! freed as far as that is safe (an inherited C pool). The rules are the scheduler's
+//! A blocking pool after `fork()`, in the child: closed by its platform's registry (any pool
+//! on a spawner that tracks its pools: refuses work with `Error::Forked`, and its drop frees
+//! what it safely can) or reset in place (the global pool). The rules are the scheduler's
 //! (`scheduler/fork.rs`).
 
-use core::ptr::{self};
+use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
+#[cfg(feature = "std")]
 use crate::error::Error;
-use crate::platform::Spawner;
+use crate::platform::{PoolLink, Spawner};
 use crate::sync::Ordering;
 
+#[cfg(feature = "std")]
 use super::config::BlockingConfig;
 use super::counts::Counts;
 use super::inner::Inner;
@@ -23,13 +26,17 @@ impl<S: Spawner> Inner<S> {
     /// in the child after a fork; the old one (the parent's queue and spawner) is kept unused.
     ///
     /// # Safety
-    /// In a child after `fork`, with no other use of this pool in progress in the child.
+    /// In a child after `fork`, with no other use of this pool in progress in the child; the
+    /// pool's spawner tracks no pool (as `ThreadPool::reset_after_fork`).
     #[cfg(feature = "std")]
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn reset_after_fork(raw: *mut Inner<S>, spawner: S) -> Result<(), Error> {
         // SAFETY: the caller's contract: a valid state that nothing else reads now.
         let old = unsafe { &*raw };
-        let config = BlockingConfig { max_threads: old.cap, keep_alive: old.keep_alive, stack_size: old.stack_size };
+        let config = BlockingConfig::new()
+            .with_max_threads(old.cap)
+            .with_keep_alive(old.keep_alive)
+            .with_stack_size(old.stack_size);
         let fresh = Self::build(config, spawner)?;
         // SAFETY: as above; the old value is moved out and kept, never dropped.
         let old = unsafe { ptr::replace(raw, fresh) };
@@ -39,13 +46,23 @@ impl<S: Spawner> Inner<S> {
         Ok(())
     }
 
-    /// Refuses every submit from here on (`Error::Shutdown`), in the child after a fork: the
-    /// parent's queued tasks are never run.
-    #[cfg(feature = "std")]
-    #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn close_inherited(&self) {
+    /// Refuses every submit from here on, in the child after a fork: the parent's queued
+    /// tasks are never run.
+    pub(super) fn close_inherited(&self) {
         self.queue.close();
         self.counts.fetch_or(Counts::SHUTDOWN, Ordering::AcqRel);
+    }
+
+    /// The pool's `on_fork_child` (its [`PoolLink`]): closes it; returns true: inherited, so
+    /// its refusals are `Error::Forked` (`Inner::refusal`).
+    ///
+    /// # Safety
+    /// `link` is the `link` field of a live `Inner<S>`; in the child's fork handler.
+    pub(super) unsafe fn close_on_fork(link: NonNull<PoolLink>) -> bool {
+        let offset = core::mem::offset_of!(Inner<S>, link);
+        // SAFETY: the caller's contract: the link sits `offset` bytes into its `Inner<S>`.
+        unsafe { link.byte_sub(offset).cast::<Inner<S>>().as_ref() }.close_inherited();
+        true
     }
 
     /// Frees the tables and the memory of a pool inherited through `fork`, without shutting
@@ -53,12 +70,12 @@ impl<S: Spawner> Inner<S> {
     ///
     /// # Safety
     /// In a child after `fork`; `raw` came from `new` and nothing else uses it.
-    #[cfg(feature = "std")]
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) unsafe fn free_inherited(raw: *mut Inner<S>) {
+    pub(super) unsafe fn free_inherited(raw: *mut Inner<S>) {
         // SAFETY: from `new` (a leaked box); `ManuallyDrop` has the same layout, so dropping
         // this box frees the memory without running the fields' destructors.
         let mut inner = unsafe { Box::from_raw(raw.cast::<core::mem::ManuallyDrop<Inner<S>>>()) };
+        // SAFETY: tracked when boxed; the drop, which would untrack it, does not run.
+        unsafe { inner.spawner.untrack_pool(NonNull::from(&inner.link)) };
         // The slots hold parkers: kept with the spawner and the join parker, never dropped.
         crate::keep::keep(core::mem::take(&mut inner.slots));
         // SAFETY: moved out once, and the box's memory is freed without dropping it again; the
@@ -83,23 +100,11 @@ impl<S: Spawner> BlockingPool<S> {
         unsafe { Inner::reset_after_fork(self.inner.as_ptr(), spawner) }
     }
 
-    /// In the child after a fork: every submit is refused from here on.
+    /// In the child after a fork: every submit is refused from here on (a global pool that
+    /// could not be reset).
     #[cfg(feature = "std")]
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn close_inherited(&self) {
         self.inner().close_inherited();
-    }
-
-    /// In the child after a fork: frees what can be freed, without shutting down.
-    ///
-    /// # Safety
-    /// As `Inner::free_inherited`; `self` is the only handle.
-    #[cfg(feature = "std")]
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) unsafe fn free_inherited(self) {
-        let raw = self.inner.as_ptr();
-        core::mem::forget(self);
-        // SAFETY: forwarded contract.
-        unsafe { Inner::free_inherited(raw) };
     }
 }

@@ -21,7 +21,7 @@ use alloc::boxed::Box;
 
 use crate::error::Error;
 use crate::fallible::{try_box, try_boxed_slice};
-use crate::platform::{Parker, Spawner};
+use crate::platform::{Parker, PoolLink, Spawner};
 use crate::queue::injector::Injector;
 use crate::shutdown::ShutdownGate;
 use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, IdleSet, Ordering};
@@ -106,6 +106,16 @@ pub(crate) struct Inner<S: Spawner> {
     pub(crate) gate: ShutdownGate,
     pub(super) totals: Totals,
     pub(crate) spawner: S,
+    /// The pool's entry in its platform's registry (tracked once boxed, untracked in `drop`):
+    /// closed in a child after `fork` (`fork.rs`).
+    pub(crate) link: PoolLink,
+}
+
+impl<S: Spawner> Drop for Inner<S> {
+    fn drop(&mut self) {
+        // SAFETY: tracked once boxed (`new`), and freed only after this.
+        unsafe { self.spawner.untrack_pool(NonNull::from(&self.link)) };
+    }
 }
 
 impl<S: Spawner> Inner<S> {
@@ -114,6 +124,8 @@ impl<S: Spawner> Inner<S> {
         let raw: *mut Inner<S> = Box::into_raw(try_box(Self::build(config, spawner)?)?);
         // SAFETY: just allocated and not shared yet.
         unsafe { Self::point_slots_at(raw) };
+        // SAFETY: boxed, so the link stays put until the drop untracks it.
+        unsafe { (*raw).spawner.track_pool(NonNull::from(&(*raw).link)) };
         // SAFETY: Box::into_raw never returns null.
         Ok(unsafe { NonNull::new_unchecked(raw) })
     }
@@ -157,7 +169,19 @@ impl<S: Spawner> Inner<S> {
             gate: ShutdownGate::new(),
             totals: Totals::default(),
             spawner,
+            link: PoolLink::new(Self::close_on_fork),
         })
+    }
+
+    /// The error for work this pool refuses after its shutdown began: shut down, or inherited
+    /// through `fork()` (closed in the child, `fork.rs`).
+    #[cold]
+    pub(super) fn refusal(&self) -> Error {
+        if self.link.is_inherited() {
+            Error::Forked
+        } else {
+            Error::Shutdown
+        }
     }
 
     #[inline]
@@ -207,7 +231,7 @@ impl<S: Spawner> Inner<S> {
             let counts = self.counts();
             if counts.shutdown() {
                 self.unqueue();
-                return Err(Error::Shutdown);
+                return Err(self.refusal());
             }
             if counts.threads() == 0 {
                 // No thread: start one before queueing, so that a pool which cannot run the
@@ -235,7 +259,7 @@ impl<S: Spawner> Inner<S> {
         }
         if self.queue.push(Batch::from(task.cast::<Task>()), true).is_err() {
             self.unqueue();
-            return Err(Error::Shutdown);
+            return Err(self.refusal());
         }
         // A thread we just started finds the task by itself (it drains before idling).
         if !started {
@@ -361,6 +385,9 @@ impl<S: Spawner> Inner<S> {
     pub(crate) fn shutdown(&self) -> Result<(), Error> {
         if self.is_pool_thread() {
             return Err(Error::InvalidArgument);
+        }
+        if self.link.is_inherited() {
+            return Err(Error::Forked);
         }
         let Some(finishing) = self.gate.claim() else { return Err(Error::Shutdown) };
         self.begin_shutdown();

@@ -8,7 +8,7 @@
 /// use pool::{BlockingConfig, BlockingPool};
 /// use std::time::Duration;
 ///
-/// let pool = BlockingPool::new(BlockingConfig { keep_alive: Duration::from_millis(1), ..Default::default() }).unwrap();
+/// let pool = BlockingPool::new(BlockingConfig::default().with_keep_alive(Duration::from_millis(1))).unwrap();
 /// pool.spawn_blocking(|| ()).unwrap().join().unwrap();
 /// // Idle threads leave after the keep-alive. Each field is read on its own and counted after
 /// // the fact: `tasks_run` just after the callback returns (`join` may return first), a

@@ -20,8 +20,8 @@
 //!   the code that made it, which knows how to free it).
 //! * [`BlockingMetrics`] are plain atomic counters, readable without a lock.
 //! * Closures: [`BlockingPool::spawn_blocking`] returns a [`BlockingHandle`], which can be
-//!   joined from a thread or awaited from async code ([`BlockingPool::concurrent`], the text's
-//!   `concurrent()`): completion wakes the awaiting future.
+//!   joined from a thread or awaited from async code (the text's `concurrent()`): completion
+//!   wakes the awaiting future.
 //!
 //! The protocol (slot states, the counts word, why no wake-up is lost and why no thread is
 //! leaked) is argued in `src/blocking/README.md`.
@@ -54,7 +54,6 @@ use crate::platform::Spawner;
 
 mod config;
 mod counts;
-#[cfg(feature = "std")]
 mod fork;
 mod handle;
 mod inner;

@@ -83,7 +83,7 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 0, ..Default::default() }).unwrap();
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig::default().with_max_threads(0)).unwrap();
     /// assert_eq!(pool.max_threads(), pool::BlockingConfig::DEFAULT_MAX_THREADS); // 0: the default
     /// # }
     /// ```
@@ -144,7 +144,8 @@ impl<S: Spawner> BlockingPool<S> {
     /// # Errors
     /// * [`Error::Shutdown`] once [`shutdown`](Self::shutdown) has begun;
     /// * [`Error::Spawn`] if the pool has no thread and the platform could not start one;
-    /// * [`Error::InvalidArgument`] for a task without a callback.
+    /// * [`Error::InvalidArgument`] for a task without a callback;
+    /// * [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// On error the task was not queued and is still the caller's.
     ///
@@ -178,7 +179,7 @@ impl<S: Spawner> BlockingPool<S> {
     ///     req.outcome.store(CANCELLED, Ordering::Release);
     /// }
     ///
-    /// let pool = BlockingPool::new(BlockingConfig { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = BlockingPool::new(BlockingConfig::default().with_max_threads(2)).unwrap();
     /// let mut requests: Vec<Request> = (0..8)
     ///     .map(|_| Request { header: BlockingTask::new(serve).with_cancel(cancel), outcome: AtomicU32::new(0) })
     ///     .collect();
@@ -210,12 +211,36 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig::default().with_max_threads(4)).unwrap();
     /// let handles: Vec<_> = (0..8)
     ///     .map(|i| pool.spawn_blocking(move || { std::thread::sleep(std::time::Duration::from_millis(1)); i }).unwrap())
     ///     .collect();
     /// assert_eq!(handles.into_iter().map(|h| h.join().unwrap()).sum::<i32>(), 28);
     /// assert!(pool.metrics().peak_threads <= 4); // the cap
+    /// # }
+    /// ```
+    ///
+    /// The handle is also a future (the design text's `concurrent()`, the async offload):
+    /// awaiting it parks nothing; the blocking thread wakes the awaiting task's waker when `f`
+    /// is done.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// # use pool::{BlockingConfig, BlockingPool};
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct W(std::thread::Thread);
+    /// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
+    /// #     let mut cx = std::task::Context::from_waker(&waker);
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v } std::thread::park() }
+    /// # }
+    /// let pool = BlockingPool::new(BlockingConfig::default()).unwrap();
+    /// let digest = block_on(async {
+    ///     let data = vec![1u8; 1 << 10];
+    ///     pool.spawn_blocking(move || data.iter().map(|&b| b as u64).sum::<u64>()).unwrap().await
+    /// });
+    /// assert_eq!(digest, Ok(1 << 10));
     /// # }
     /// ```
     pub fn spawn_blocking<F, T>(&self, f: F) -> Result<BlockingHandle<T>, Error>
@@ -234,7 +259,7 @@ impl<S: Spawner> BlockingPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig::default().with_max_threads(1)).unwrap();
     /// let flushes: Vec<_> = (0..4).map(|i| pool.spawn_mandatory(move || i).unwrap()).collect();
     /// pool.shutdown().unwrap(); // even those still queued run
     /// assert!(flushes.into_iter().all(|h| h.join().is_ok()));
@@ -246,40 +271,6 @@ impl<S: Spawner> BlockingPool<S> {
         T: Send + 'static,
     {
         self.spawn_with_flags(f, BlockingTask::MANDATORY)
-    }
-
-    /// The async offload (the design text's `concurrent()`): runs `f` on a blocking thread and
-    /// returns a future for its result. Awaiting it parks nothing: the blocking thread wakes the
-    /// awaiting task's waker when `f` is done.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// # use pool::{BlockingConfig, BlockingPool};
-    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    /// #     struct W(std::thread::Thread);
-    /// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
-    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
-    /// #     let mut cx = std::task::Context::from_waker(&waker);
-    /// #     let mut f = std::pin::pin!(f);
-    /// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v } std::thread::park() }
-    /// # }
-    /// let pool = BlockingPool::new(BlockingConfig::default()).unwrap();
-    /// let digest = block_on(async {
-    ///     let data = vec![1u8; 1 << 10];
-    ///     pool.concurrent(move || data.iter().map(|&b| b as u64).sum::<u64>()).unwrap().await
-    /// });
-    /// assert_eq!(digest, Ok(1 << 10));
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`spawn_blocking`](Self::spawn_blocking).
-    pub fn concurrent<F, T>(&self, f: F) -> Result<BlockingHandle<T>, Error>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        self.spawn_blocking(f)
     }
 
     pub(super) fn spawn_with_flags<F, T>(&self, f: F, flags: c_uint) -> Result<BlockingHandle<T>, Error>
@@ -312,14 +303,14 @@ impl<S: Spawner> BlockingPool<S> {
     /// # Errors
     /// [`Error::Shutdown`] if shutdown was already done or begun by another call;
     /// [`Error::InvalidArgument`] when called from one of the pool's own threads (it would wait
-    /// for itself).
+    /// for itself); [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use pool::{BlockingConfig, BlockingJoinError, BlockingPool, Error};
     /// use std::sync::{mpsc, Arc};
     ///
-    /// let pool = Arc::new(BlockingPool::new(BlockingConfig { max_threads: 1, ..Default::default() }).unwrap());
+    /// let pool = Arc::new(BlockingPool::new(BlockingConfig::default().with_max_threads(1)).unwrap());
     /// let (started_tx, started) = mpsc::channel();
     /// let (release, release_rx) = mpsc::channel::<()>();
     /// let busy = pool.spawn_blocking(move || { started_tx.send(()).unwrap(); release_rx.recv().unwrap() }).unwrap();
@@ -379,8 +370,16 @@ impl<S: Spawner> Drop for BlockingPool<S> {
     /// racing `pool_blocking_destroy`), this waits for it to finish before freeing. If a
     /// shutdown unwound (a panicking [`Spawner::join_all`]), its threads may still run: the
     /// state is leaked.
+    ///
+    /// In a child that inherited the pool through `fork()` ([`Error::Forked`]) it returns at
+    /// once, freeing what it safely can (`blocking/fork.rs`).
     fn drop(&mut self) {
         let inner = self.inner();
+        if inner.link.is_inherited() {
+            // SAFETY: inherited through fork, in this child; our handle is given up here.
+            unsafe { Inner::free_inherited(self.inner.as_ptr()) };
+            return;
+        }
         if inner.is_pool_thread() {
             if inner.gate.detach() {
                 inner.begin_shutdown();

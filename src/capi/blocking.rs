@@ -12,8 +12,7 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::process;
-use super::status::{boundary, status, status_on};
+use super::status::{boundary, status};
 use super::config::{reserved_clear, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
 use super::task::CTask;
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
@@ -221,12 +220,12 @@ fn core_config(config: pool_blocking_config) -> Option<BlockingConfig> {
     {
         return None;
     }
-    Some(BlockingConfig {
-        max_threads: config.max_threads,
-        keep_alive: Duration::from_millis(config.keep_alive_ms as u64),
-        stack_size: super::process::c_stack_size(config.stack_size),
-        ..BlockingConfig::default()
-    })
+    Some(
+        BlockingConfig::new()
+            .with_max_threads(config.max_threads)
+            .with_keep_alive(Duration::from_millis(config.keep_alive_ms as u64))
+            .with_stack_size(super::process::c_stack_size(config.stack_size)),
+    )
 }
 
 /// Creates a blocking pool. `config` may be NULL (defaults). On success `*out` receives the
@@ -249,11 +248,6 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
         match CBlocking::new(c) {
             Ok(pool) => {
                 let raw = pool.into_raw();
-                if let Err(e) = process::register(raw.cast_const(), close_inherited) {
-                    // SAFETY: from `into_raw` just above; never handed out.
-                    drop(unsafe { CBlocking::from_raw(raw) });
-                    return status(Err(e));
-                }
                 // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
                 unsafe { out.as_ptr().write(raw.cast()) };
                 POOL_OK
@@ -277,7 +271,7 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
         let Some(task) = checked_blocking_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is live (pool.h contract); the task was checked and the caller's
         // contract covers the rest.
-        status_on(pool, unsafe { borrow_blocking(pool).submit(task) })
+        status(unsafe { borrow_blocking(pool).submit(task) })
     })
 }
 
@@ -309,9 +303,6 @@ pub extern "C" fn pool_blocking_submit(task: *mut pool_blocking_task) -> c_int {
 pub extern "C" fn pool_blocking_shutdown(pool: *mut pool_blocking) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
-        if process::is_inherited(pool.as_ptr().cast_const().cast()) {
-            return POOL_ERR_FORKED;
-        }
         // SAFETY: `pool` is live (pool.h contract).
         status(unsafe { borrow_blocking(pool) }.shutdown())
     })
@@ -331,15 +322,9 @@ pub extern "C" fn pool_blocking_destroy(pool: *mut pool_blocking) {
         if unsafe { borrow_blocking(pool) }.is_pool_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle.
-        let owned = unsafe { CBlocking::from_raw(pool.as_ptr().cast()) };
-        if process::unregister(pool.as_ptr().cast_const().cast()) {
-            // SAFETY: inherited through fork, in this child; the only handle.
-            unsafe { owned.free_inherited() };
-        } else {
-            // Drop shuts down, joins and frees.
-            drop(owned);
-        }
+        // SAFETY: the caller gives up its only handle. The drop shuts down, joins and frees
+        // (or, inherited through fork, frees what it safely can and returns).
+        drop(unsafe { CBlocking::from_raw(pool.as_ptr().cast()) });
         POOL_OK
     });
 }
@@ -392,15 +377,4 @@ pub extern "C" fn pool_blocking_global_metrics(out: *mut pool_blocking_metrics) 
         unsafe { out.as_ptr().write(metrics.into()) };
         POOL_OK
     })
-}
-
-/// Closes a `struct pool_blocking *` in a child after a fork (the fork registry's handler,
-/// `process`): it is inherited from now on.
-///
-/// # Safety
-/// `pool` is a registered, live C blocking pool.
-unsafe fn close_inherited(pool: *const ()) -> bool {
-    // SAFETY: the caller's contract.
-    unsafe { CBlocking::borrow_raw(pool.cast_mut()) }.close_inherited();
-    true
 }

@@ -8,7 +8,7 @@ use core::ptr::NonNull;
 
 use super::status::pool_status::*;
 use super::pool::{borrow, Pool};
-use super::status::{boundary, status, status_on};
+use super::status::{boundary, status};
 use crate::heap_task::HeapTask;
 
 /// The call one `pool_submit_fn` makes, as its task's closure captures it (`func` and `arg` are
@@ -54,7 +54,7 @@ pub extern "C" fn pool_submit_fn(
             // SAFETY: refused, so never queued: still ours.
             unsafe { job.drop_unrun() };
         }
-        status_on(pool, result)
+        status(result)
     })
 }
 
@@ -112,10 +112,6 @@ pub extern "C" fn pool_parallel_for(
 pub extern "C" fn pool_wait_idle(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
-        // SAFETY: `pool` is a live pool (pool.h contract).
-        if unsafe { super::inherited(pool) } {
-            return POOL_ERR_FORKED;
-        }
         // SAFETY: `pool` is a live pool (pool.h contract).
         status(unsafe { borrow(pool) }.wait_idle())
     })

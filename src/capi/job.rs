@@ -27,7 +27,7 @@ use core::ptr::{self, NonNull};
 use super::platform::CSpawner;
 use super::status::pool_status::*;
 use super::pool::{borrow, CPool, Pool};
-use super::status::{boundary, status, status_on};
+use super::status::{boundary, status};
 use crate::join::fn_job::{self, fork_fn_fast, join_fn_fast, FnJob};
 use crate::scheduler::frame::FrameStack;
 use crate::scheduler::context::ContextHead;
@@ -270,13 +270,9 @@ pub extern "C" fn pool_install(pool: *mut Pool, job: *mut PoolJob) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(job) = checked_job(job) else { return POOL_ERR_INVALID };
         // SAFETY: a live pool (pool.h contract).
-        if unsafe { super::inherited(pool) } {
-            return POOL_ERR_FORKED;
-        }
-        // SAFETY: a live pool (pool.h contract).
         let handle = unsafe { borrow(pool) };
         let pool_ref: &CPool = &handle;
-        status_on(pool, install_on(pool_ref, job))
+        status(install_on(pool_ref, job))
     })
 }
 

@@ -20,7 +20,7 @@ use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
 
 use super::pool::{borrow, global_pool, Pool};
-use super::status::{boundary, pool_status::*, status, status_on};
+use super::status::{boundary, pool_status::*, status};
 use super::task::{checked_task, CTask};
 use crate::CountLatch;
 
@@ -154,7 +154,7 @@ pub extern "C" fn pool_fork(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: a live pool; the task was checked; the caller's contract covers the rest.
-        status_on(pool, unsafe { borrow(pool).submit_fork(task) })
+        status(unsafe { borrow(pool).submit_fork(task) })
     })
 }
 

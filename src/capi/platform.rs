@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fallible::{try_box, TryArc};
 
 use super::config::{reserved_clear, PoolConfig, POOL_RESERVED_WORDS};
-use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::platform::{Parker, PoolLink, SpawnError, Spawner, ThreadStart};
 use crate::{DefaultParker, ThreadSpawner};
 
 /// The function a host thread must run: `entry(arg)`, once, on the new thread.
@@ -392,6 +392,26 @@ unsafe impl Spawner for CSpawner {
         match self {
             Self::Std(s) => s.now_ns(),
             Self::Host(fns) => Some(fns.clock.now_ns()),
+        }
+    }
+
+    /// Every C pool enters the fork registry (`os::fork`), a host platform's too: the host's
+    /// threads, whatever they are, do not survive into a child either.
+    unsafe fn track_pool(&self, link: NonNull<PoolLink>) {
+        match self {
+            // SAFETY: forwarded contract.
+            Self::Std(s) => unsafe { s.track_pool(link) },
+            // SAFETY: forwarded contract.
+            Self::Host(_) => unsafe { crate::os::fork::track(link) },
+        }
+    }
+
+    unsafe fn untrack_pool(&self, link: NonNull<PoolLink>) {
+        match self {
+            // SAFETY: forwarded contract.
+            Self::Std(s) => unsafe { s.untrack_pool(link) },
+            // SAFETY: forwarded contract.
+            Self::Host(_) => unsafe { crate::os::fork::untrack(link) },
         }
     }
 }

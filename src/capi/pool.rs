@@ -8,7 +8,7 @@ use core::ptr::{self, NonNull};
 use super::config::{reserved_clear, PoolConfig, MAX_STACK, MIN_STACK, POOL_MAX_IDLE_SPINS};
 use super::platform::{self, pool_platform, CSpawner, HostFns};
 use super::process;
-use super::status::{boundary, pool_status, pool_status::*, status, status_on};
+use super::status::{boundary, pool_status, pool_status::*, status};
 use super::task::{checked_batch, checked_task, CTask};
 use crate::fallible::TryArc;
 use crate::os::global::try_global;
@@ -30,15 +30,15 @@ pub(super) fn global_pool() -> Result<&'static ThreadPool<crate::ThreadSpawner>,
     try_global().map_err(|e| status(Err(e)))
 }
 
-/// Whether `pool` was inherited through `fork()` (see `process`). An inherited pool is closed,
-/// so the registry (behind a lock) is consulted only for a closed one.
+/// Whether `pool` was inherited through `fork()` (`Error::Forked`): for the calls whose Rust
+/// counterpart cannot fail (a latch wait, the current worker).
 ///
 /// # Safety
 /// `pool` is a live pool.
 #[inline]
 pub(super) unsafe fn inherited(pool: NonNull<Pool>) -> bool {
     // SAFETY: the caller's contract.
-    unsafe { borrow(pool) }.inner().injector.is_closed() && process::is_inherited(pool.as_ptr().cast_const().cast())
+    unsafe { borrow(pool) }.is_inherited()
 }
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
@@ -110,15 +110,11 @@ pub(super) fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: 
         platform::CSpawner::Std(_) => process::c_stack_size(config.stack_size),
         platform::CSpawner::Host(_) => config.stack_size,
     };
-    let config = Config { max_threads: config.max_threads, stack_size, idle_spins: config.idle_spins };
+    let config =
+        Config::new().with_max_threads(config.max_threads).with_stack_size(stack_size).with_idle_spins(config.idle_spins);
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
             let raw = pool.into_raw();
-            if let Err(e) = process::register(raw.cast_const(), close_inherited) {
-                // SAFETY: from `into_raw` just above; never handed out.
-                drop(unsafe { CPool::from_raw(raw) });
-                return status(Err(e));
-            }
             // SAFETY: non-null; the caller passes a writable `struct pool *`.
             unsafe { out.as_ptr().write(raw.cast()) };
             POOL_OK
@@ -180,7 +176,7 @@ pub extern "C" fn pool_submit_to(pool: *mut Pool, task: *mut CTask) -> c_int {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the task was checked.
-        status_on(pool, unsafe { borrow(pool).submit(task) })
+        status(unsafe { borrow(pool).submit(task) })
     })
 }
 
@@ -193,7 +189,7 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
         let Some(batch) = checked_batch(first) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract); the batch was validated.
-        status_on(pool, unsafe { borrow(pool).submit_batch(batch) })
+        status(unsafe { borrow(pool).submit_batch(batch) })
     })
 }
 
@@ -206,10 +202,6 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {
     boundary(|| {
         let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
-        // SAFETY: `pool` is a live pool (pool.h contract).
-        if unsafe { inherited(pool) } {
-            return POOL_ERR_FORKED;
-        }
         // SAFETY: `pool` is a live pool (pool.h contract).
         status(unsafe { borrow(pool) }.shutdown())
     })
@@ -230,15 +222,9 @@ pub extern "C" fn pool_destroy(pool: *mut Pool) {
         if unsafe { borrow(pool) }.is_worker_thread() {
             return POOL_ERR_INVALID;
         }
-        // SAFETY: the caller gives up its only handle.
-        let owned = unsafe { CPool::from_raw(pool.as_ptr().cast()) };
-        if process::unregister(pool.as_ptr().cast_const().cast()) {
-            // SAFETY: inherited through fork, in this child; the only handle.
-            unsafe { owned.free_inherited() };
-        } else {
-            // Drop shuts down, joins and frees.
-            drop(owned);
-        }
+        // SAFETY: the caller gives up its only handle. The drop shuts down, joins and frees
+        // (or, inherited through fork, frees what it safely can and returns).
+        drop(unsafe { CPool::from_raw(pool.as_ptr().cast()) });
         POOL_OK
     });
 }
@@ -270,15 +256,4 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn pool_version() -> *const c_char {
     ptr::from_ref(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()).cast()
-}
-
-/// Closes a `struct pool *` in a child after a fork (the fork registry's handler, `process`):
-/// it is inherited from now on.
-///
-/// # Safety
-/// `pool` is a registered, live C task pool.
-unsafe fn close_inherited(pool: *const ()) -> bool {
-    // SAFETY: the caller's contract.
-    unsafe { CPool::borrow_raw(pool.cast_mut()) }.close_inherited();
-    true
 }

@@ -1,6 +1,6 @@
 //! What the C layer does about the process around it (README, "Process and threading
-//! rules"): the thread stack a C host expects, and how its pools enter the fork registry
-//! (`os::fork`), which closes the pools a child inherits.
+//! rules"): the thread stack a C host expects. (Its pools enter the fork registry, which closes
+//! the pools a child inherits, through their spawner: `platform.rs`, `os::fork`.)
 //!
 //! # Stack size
 //! `stack_size = 0` in `struct pool_config` and `struct pool_blocking_config` means the
@@ -32,15 +32,3 @@ fn pthread_default_stack() -> Option<usize> {
     unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
     (rc == 0 && size != 0).then_some(size)
 }
-
-// ---------------------------------------------------------------------------------------------
-// Pools inherited through fork
-
-use crate::os::fork;
-
-/// Records a new C pool in the fork registry (`os::fork`), with the function that closes it
-/// in a child (it returns true: the pool is inherited). `Err(OutOfMemory)` if the registry
-/// cannot grow: the caller frees the pool and reports it.
-pub(crate) use fork::register;
-
-pub(crate) use fork::{is_inherited, unregister};

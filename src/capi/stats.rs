@@ -115,7 +115,8 @@ pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut p
         let Some(out) = NonNull::new(out) else { return POOL_ERR_INVALID };
         // SAFETY: `pool` is a live pool (pool.h contract).
         let pool = unsafe { borrow(pool) };
-        let Some(w) = pool.worker_stats(index) else { return POOL_ERR_RANGE };
+        // `worker_stats(max_threads)` is the Rust API's outside-threads slot; C has workers only.
+        let Some(w) = pool.worker_stats(index).filter(|_| index < pool.max_threads()) else { return POOL_ERR_RANGE };
         // SAFETY: non-null; the caller passes a writable `struct pool_stats`.
         unsafe { out.as_ptr().write(pool_stats::worker(pool.max_threads(), w)) };
         POOL_OK

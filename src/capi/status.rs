@@ -1,12 +1,10 @@
 //! Status codes and the panic boundary: [`pool_status`], the guard every entry point runs
-//! inside, and the mapping from [`Error`] to a code (a refusal by a pool inherited through
-//! `fork()` is `POOL_ERR_FORKED`).
+//! inside, and the mapping from [`Error`] to a code (`Error::Forked`, a pool inherited
+//! through `fork()`, is `POOL_ERR_FORKED`).
 
 use core::ffi::c_int;
-use core::ptr::NonNull;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::process;
 use crate::error::Error;
 
 /// Status codes returned by every `int` function of the C API.
@@ -67,26 +65,6 @@ pub(super) fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::AlreadyStarted) => POOL_ERR_STARTED,
         Err(Error::Overflow) => POOL_ERR_RANGE,
         Err(Error::OutOfMemory) => POOL_ERR_NOMEM,
+        Err(Error::Forked) => POOL_ERR_FORKED,
     }
-}
-
-/// The status of a call on `pool` (a `struct pool *` or `struct pool_blocking *`) that returned
-/// `result`: a refusal of an inherited pool (the child after a fork) is POOL_ERR_FORKED. The
-/// registry is consulted only on a refusal.
-#[inline]
-pub(super) fn status_on<P>(pool: NonNull<P>, result: Result<(), Error>) -> pool_status {
-    match result {
-        Ok(()) => POOL_OK,
-        Err(e) => refused(pool.as_ptr().cast_const().cast(), e),
-    }
-}
-
-/// `status_on`'s error path, out of line: the accepted submit stays as short as without it.
-#[cold]
-#[inline(never)]
-fn refused(pool: *const (), e: Error) -> pool_status {
-    if e == Error::Shutdown && process::is_inherited(pool) {
-        return POOL_ERR_FORKED;
-    }
-    status(Err(e))
 }

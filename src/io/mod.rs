@@ -55,7 +55,7 @@ use core::time::Duration;
 /// }
 ///
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
 /// pool.set_driver(Box::new(Counting::default())).unwrap();
 /// pool.block_on(pool.sleep(Duration::from_millis(5))); // the idle worker waits in `park`
 /// # }

@@ -368,7 +368,7 @@ mod tests {
     fn every_forked_job_runs_once() {
         let n = if cfg!(miri) { 8 } else { 18 };
         for threads in [1, 2] {
-            let pool = ThreadPool::new(Config { max_threads: threads, ..Config::default() }).unwrap();
+            let pool = ThreadPool::new(Config::default().with_max_threads(threads)).unwrap();
             let runs = AtomicUsize::new(0);
             let out = pool.install(|cx| fib(cx, n, &runs)).unwrap();
             assert_eq!(out, fib_seq(n));
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn forks_deeper_than_the_frame_stack_are_queued_and_joined() {
-        let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+        let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
         let runs = AtomicUsize::new(0);
         let wide = FRAMES + 20;
         pool.install(|cx| {
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn joins_out_of_order_and_twice_are_refused() {
-        let pool = ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap();
+        let pool = ThreadPool::new(Config::default().with_max_threads(1)).unwrap();
         let runs = AtomicUsize::new(0);
         pool.install(|cx| {
             let mut a = Fib { job: FnJob::new(count), n: 0, out: 0, runs: &runs };

@@ -34,7 +34,7 @@ impl<S: Spawner> ThreadPool<S> {
         self.run_on_pool(move |cx| cx.map(op)).ok_or_else(|| {
             let inner = self.inner();
             if inner.injector.is_closed() {
-                Error::Shutdown
+                inner.refusal()
             } else if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
                 Error::Spawn
             } else {
@@ -60,7 +60,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///     let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
     ///     a + b
     /// }
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// assert_eq!(fib(&pool, 12), 144);
     /// # }
     /// ```
@@ -149,7 +149,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///     left + unsafe { (*right).total }
     /// }
     ///
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// assert_eq!(pool.scope(|_| sum(&pool, 0, 1000)), 499_500); // the scope runs on a worker
     /// # }
     /// ```

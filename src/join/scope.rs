@@ -26,7 +26,7 @@ impl<S: Spawner> WorkerContext<S> {
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let hits = AtomicUsize::new(0);
     /// pool.install(|cx| {
     ///     cx.scope(|s| {
@@ -62,7 +62,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// use pool::{Config, ThreadPool};
     /// use std::sync::atomic::{AtomicU64, Ordering};
     ///
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// let data: Vec<u64> = (1..=1000).collect();
     /// let sum = AtomicU64::new(0);
     /// pool.scope(|s| {
@@ -117,7 +117,7 @@ impl<S: Spawner> ThreadPool<S> {
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
 /// let mut words = vec!["a".to_string(), "b".to_string()];
 /// pool.scope(|s| {
 ///     for w in words.iter_mut() {
@@ -179,7 +179,7 @@ impl<'scope, S: Spawner> Scope<'scope, S> {
     ///         }
     ///     }
     /// }
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let count = AtomicUsize::new(0);
     /// pool.scope(|s| visit(s, 4, &count));
     /// assert_eq!(count.into_inner(), 31); // 1 + 2 + 4 + 8 + 16 nodes

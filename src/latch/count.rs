@@ -17,7 +17,7 @@ use crate::sync::{AtomicUsize, Ordering};
 /// use pool::{Config, CountLatch, ThreadPool};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
-/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// static LATCH: std::sync::OnceLock<CountLatch> = std::sync::OnceLock::new();
 /// static SUM: AtomicUsize = AtomicUsize::new(0);
 /// let latch = LATCH.get_or_init(CountLatch::new);

@@ -64,7 +64,7 @@ impl<P: crate::Parker> ParkerWaker<P> {
 /// use pool::{Config, Signal, ThreadPool};
 /// use std::sync::Arc;
 ///
-/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// let done = Arc::new(Signal::new());
 /// let setter = done.clone();
 /// pool.spawn(move || {

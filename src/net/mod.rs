@@ -5,7 +5,7 @@
 //! use pool::net::{Net, TcpListener, TcpStream};
 //! use std::sync::Arc;
 //!
-//! let pool = Arc::new(pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap());
+//! let pool = Arc::new(pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap());
 //! let net = Net::install(&pool).unwrap();
 //! let listener = TcpListener::bind(&net, "127.0.0.1:0".parse().unwrap()).unwrap();
 //! let addr = listener.local_addr().unwrap();

@@ -17,7 +17,7 @@ impl ThreadPool<ThreadSpawner> {
     /// if the allocator fails.
     ///
     /// ```
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// assert_eq!(pool.max_threads(), 2);
     /// ```
     pub fn new(config: Config) -> Result<Self, Error> {
@@ -34,7 +34,7 @@ impl BlockingPool<ThreadSpawner> {
     /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the allocator fails.
     ///
     /// ```
-    /// let pool = pool::BlockingPool::new(pool::BlockingConfig { max_threads: 4, ..Default::default() }).unwrap();
+    /// let pool = pool::BlockingPool::new(pool::BlockingConfig::default().with_max_threads(4)).unwrap();
     /// assert_eq!(pool.max_threads(), 4);
     /// ```
     pub fn new(config: BlockingConfig) -> Result<Self, Error> {

@@ -8,11 +8,15 @@
 //! which `make test-miri-doc` runs under Miri with `-Zmiri-ignore-leaks`, selected by this
 //! file's name.)
 
+#[cfg(all(unix, not(loom)))]
+use core::ptr::NonNull;
 use std::sync::OnceLock;
 
 use crate::blocking::{BlockingConfig, BlockingHandle, BlockingPool};
 use crate::error::Error;
 use crate::join::Scope;
+#[cfg(all(unix, not(loom)))]
+use crate::platform::PoolLink;
 use crate::scheduler::{Config, ThreadPool};
 use super::thread::ThreadSpawner;
 
@@ -45,7 +49,7 @@ pub(crate) fn try_global() -> Result<&'static ThreadPool<ThreadSpawner>, Error> 
     }
     #[cfg(all(unix, not(loom)))]
     register_for_fork();
-    let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?)?;
+    let pool = ThreadPool::with_spawner(Config::default(), ThreadSpawner::try_named("pool-global")?.untracked())?;
     // Racing another first use: one pool is kept, the other dropped (it never started a thread).
     let _ = GLOBAL.set(pool);
     Ok(GLOBAL.get().expect("set above, by us or by the racing call"))
@@ -71,7 +75,7 @@ pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawne
     }
     #[cfg(all(unix, not(loom)))]
     register_for_fork();
-    let pool = BlockingPool::new(BlockingConfig::default())?;
+    let pool = blocking_pool(BlockingConfig::default())?;
     // Racing another first use or `configure_global_blocking`: one pool is kept, the other
     // dropped (it never started a thread).
     let _ = GLOBAL_BLOCKING.set(pool);
@@ -92,7 +96,7 @@ pub(crate) fn try_global_blocking() -> Result<&'static BlockingPool<ThreadSpawne
 /// use std::time::Duration;
 ///
 /// // First thing in main: a smaller cap and a shorter keep-alive for this process.
-/// let config = BlockingConfig { max_threads: 16, keep_alive: Duration::from_secs(1), ..Default::default() };
+/// let config = BlockingConfig::default().with_max_threads(16).with_keep_alive(Duration::from_secs(1));
 /// pool::configure_global_blocking(config).unwrap();
 /// assert_eq!(pool::global_blocking().max_threads(), 16);
 /// assert_eq!(pool::configure_global_blocking(BlockingConfig::default()), Err(Error::AlreadyStarted));
@@ -103,10 +107,16 @@ pub fn configure_global_blocking(config: BlockingConfig) -> Result<(), Error> {
     }
     #[cfg(all(unix, not(loom)))]
     register_for_fork();
-    let pool = BlockingPool::new(config)?;
+    let pool = blocking_pool(config)?;
     // Racing a first use (or another call): one of them builds the pool, the other's is
     // dropped (it never started a thread).
     GLOBAL_BLOCKING.set(pool).map_err(|_unused| Error::AlreadyStarted)
+}
+
+/// The global blocking pool's state: on threads named `pool-blocking`, untracked by the fork
+/// registry (it has an entry of its own, which resets it: `register_for_fork`).
+fn blocking_pool(config: BlockingConfig) -> Result<BlockingPool<ThreadSpawner>, Error> {
+    BlockingPool::with_spawner(config, ThreadSpawner::try_named("pool-blocking")?.untracked())
 }
 
 /// The process-wide blocking pool if it was built already; `None` builds nothing.
@@ -172,15 +182,20 @@ where
     crate::global().scope(op)
 }
 
-/// Registers the global pools with the fork registry (`fork.rs`), once: its child handler
-/// resets them. If the registry cannot grow, the process goes on without that rule (nothing
-/// breaks until a fork), as when `pthread_atfork` itself fails.
+/// Links the global pools' entry into the fork registry (`fork.rs`), once: its child handler
+/// resets them. (They are built on untracked spawners, so this entry is their only one.)
 #[cfg(all(unix, not(loom)))]
 fn register_for_fork() {
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    REGISTERED.call_once(|| {
-        let _ = super::fork::register(core::ptr::null(), reset_after_fork);
+    static LINK: OnceLock<PoolLink> = OnceLock::new();
+    let mut first = false;
+    let link = LINK.get_or_init(|| {
+        first = true;
+        PoolLink::new(reset_after_fork)
     });
+    if first {
+        // SAFETY: a static link, tracked once (only the call that initialised it gets here).
+        unsafe { super::fork::track(NonNull::from(link)) };
+    }
 }
 
 /// In the child after a fork (`fork.rs`): each global pool that was built gets a fresh state
@@ -193,11 +208,12 @@ fn register_for_fork() {
 /// In the child's fork handler (its only thread, outside any pool call). Returns false: the
 /// pools are not inherited, they start afresh.
 #[cfg(all(unix, not(loom)))]
-unsafe fn reset_after_fork(_: *const ()) -> bool {
+unsafe fn reset_after_fork(_: NonNull<PoolLink>) -> bool {
     if let Some(pool) = GLOBAL.get() {
         let reset = ThreadSpawner::try_named("pool-global")
-            // SAFETY: the fork handler runs on the child's only thread, outside any pool call.
-            .and_then(|spawner| unsafe { pool.reset_after_fork(spawner) });
+            // SAFETY: the fork handler runs on the child's only thread, outside any pool call;
+            // the spawner is untracked (this entry keeps the pool in the registry).
+            .and_then(|spawner| unsafe { pool.reset_after_fork(spawner.untracked()) });
         if reset.is_err() {
             pool.close_inherited();
         }
@@ -205,7 +221,7 @@ unsafe fn reset_after_fork(_: *const ()) -> bool {
     if let Some(pool) = GLOBAL_BLOCKING.get() {
         let reset = ThreadSpawner::try_named("pool-blocking")
             // SAFETY: as above.
-            .and_then(|spawner| unsafe { pool.reset_after_fork(spawner) });
+            .and_then(|spawner| unsafe { pool.reset_after_fork(spawner.untracked()) });
         if reset.is_err() {
             pool.close_inherited();
         }

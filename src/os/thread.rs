@@ -11,6 +11,7 @@
 
 use core::cell::Cell;
 use core::marker::PhantomData;
+use core::ptr::NonNull;
 use std::borrow::Cow;
 use std::format;
 use std::string::String;
@@ -21,7 +22,7 @@ use std::thread::JoinHandle;
 use super::clock::MonotonicClock;
 use super::parker::DefaultParker;
 use crate::fallible::TryArc;
-use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::platform::{Parker, PoolLink, SpawnError, Spawner, ThreadStart};
 use crate::Error;
 
 std::thread_local! {
@@ -45,6 +46,9 @@ pub struct ThreadSpawner<P = DefaultParker> {
     on_start: Option<Hook>,
     on_stop: Option<Hook>,
     clock: MonotonicClock,
+    /// Whether the pools built on it enter the fork registry (`fork.rs`): all but the global
+    /// pools, which have an entry of their own.
+    tracks_pools: bool,
     _parker: PhantomData<fn() -> P>,
 }
 
@@ -130,8 +134,16 @@ impl<P> ThreadSpawner<P> {
             on_start: None,
             on_stop: None,
             clock: MonotonicClock::new(),
+            tracks_pools: true,
             _parker: PhantomData,
         })
+    }
+
+    /// The same spawner, whose pools stay out of the fork registry (the global pools: their
+    /// own entry resets them in a child instead of closing them).
+    pub(crate) fn untracked(mut self) -> Self {
+        self.tracks_pools = false;
+        self
     }
 
     /// A spawner whose threads are named `prefix` followed by their start number: `prefix0`,
@@ -140,7 +152,7 @@ impl<P> ThreadSpawner<P> {
     /// ```
     /// use pool::{Config, ThreadPool, ThreadSpawner};
     /// let spawner: ThreadSpawner = ThreadSpawner::name_prefix("render-");
-    /// let pool = ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, spawner).unwrap();
+    /// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(1), spawner).unwrap();
     /// let (tx, rx) = std::sync::mpsc::channel();
     /// pool.spawn(move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
     /// assert_eq!(rx.recv().unwrap().as_deref(), Some("render-0"));
@@ -173,7 +185,7 @@ impl<P> ThreadSpawner<P> {
     /// let spawner: ThreadSpawner = ThreadSpawner::new()
     ///     .on_thread_start(move || { s.fetch_add(1, Ordering::Relaxed); })
     ///     .on_thread_stop(move || { t.fetch_add(1, Ordering::Relaxed); });
-    /// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, spawner).unwrap();
+    /// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), spawner).unwrap();
     /// pool.spawn(|| {}).unwrap();
     /// pool.shutdown().unwrap(); // joins every thread: each one's stop hook has run
     /// assert!(started.load(Ordering::Relaxed) >= 1);
@@ -297,5 +309,25 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
     #[inline]
     fn now_ns(&self) -> Option<u64> {
         Some(self.clock.now_ns())
+    }
+
+    /// Links the pool into the fork registry (`fork.rs`: closed in a child), unless this
+    /// spawner is a global pool's.
+    unsafe fn track_pool(&self, link: NonNull<PoolLink>) {
+        #[cfg(all(unix, not(loom)))]
+        if self.tracks_pools {
+            // SAFETY: forwarded contract.
+            unsafe { super::fork::track(link) };
+        }
+        let _ = link;
+    }
+
+    unsafe fn untrack_pool(&self, link: NonNull<PoolLink>) {
+        #[cfg(all(unix, not(loom)))]
+        if self.tracks_pools {
+            // SAFETY: forwarded contract (tracked by `track_pool`, as `tracks_pools` was then).
+            unsafe { super::fork::untrack(link) };
+        }
+        let _ = link;
     }
 }

@@ -172,7 +172,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let v = pool.block_on(async {
     ///     pool::runtime::yield_now().await;
     ///     pool.spawn_future(async { 5 }).unwrap().await.unwrap()

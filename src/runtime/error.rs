@@ -12,7 +12,7 @@ use alloc::boxed::Box;
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
 /// let err = pool.spawn_future(async { panic!("boom") }).unwrap().join().unwrap_err();
 /// assert!(err.is_panic() && !err.is_cancelled());
 /// assert_eq!(err.to_string(), "task panicked");
@@ -40,7 +40,7 @@ impl JoinError {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
     /// let handle = pool.spawn_future(std::future::pending::<()>()).unwrap(); // never completes
     /// handle.abort();
     /// assert!(handle.join().unwrap_err().is_cancelled());
@@ -54,7 +54,7 @@ impl JoinError {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
     /// let result = pool.block_on(pool.spawn_future(async { panic!("boom") }).unwrap());
     /// assert!(result.unwrap_err().is_panic());
     /// # }
@@ -71,7 +71,7 @@ impl JoinError {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
     /// let err = pool.spawn_future(async { std::panic::panic_any(7u32) }).unwrap().join().unwrap_err();
     /// let payload = err.try_into_panic().unwrap(); // or std::panic::resume_unwind(payload)
     /// assert_eq!(payload.downcast_ref::<u32>(), Some(&7));

@@ -21,7 +21,7 @@ use super::state::{TransitionToCancelled, TransitionToJoinHandleDropped};
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
 /// let handle = pool.spawn_future(async { 6 * 7 }).unwrap();
 /// assert_eq!(handle.join().unwrap(), 42);
 /// let handle = pool.spawn_future(async { "awaited" }).unwrap();
@@ -63,7 +63,7 @@ impl<T> JoinHandle<T> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let handles: Vec<_> = (0..4u64).map(|i| pool.spawn_future(async move { i * i }).unwrap()).collect();
     /// let squares: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     /// assert_eq!(squares, [0, 1, 4, 9]);
@@ -88,7 +88,7 @@ impl<T> JoinHandle<T> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
     /// let (_keep, rx) = std::sync::mpsc::channel::<()>();
     /// // A task that waits forever for a message (a real one would await I/O).
     /// let handle = pool.spawn_future(async move { let _rx = rx; std::future::pending::<()>().await }).unwrap();
@@ -111,7 +111,7 @@ impl<T> JoinHandle<T> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
     /// let handle = pool.spawn_future(async { 1 + 1 }).unwrap();
     /// while !handle.is_finished() {
     ///     std::thread::yield_now(); // do something else meanwhile

@@ -8,7 +8,7 @@
 //! use pool::{Config, ThreadPool};
 //! use std::sync::Arc;
 //!
-//! let pool = Arc::new(ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap());
+//! let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(2)).unwrap());
 //! let p = pool.clone();
 //! let total = pool.block_on(async move {
 //!     let handles: Vec<_> = (0..100u64)
@@ -149,7 +149,6 @@ use core::task::{Context, Poll};
 
 pub use error::JoinError;
 pub use join::JoinHandle;
-pub use pool::RuntimeStats;
 
 #[cfg(doc)]
 use crate::ThreadPool;
@@ -174,7 +173,7 @@ pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::ti
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 1, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap();
 /// let h = pool.spawn_future(async {
 ///     for _ in 0..3 {
 ///         pool::runtime::yield_now().await;

@@ -1,6 +1,6 @@
 //! The runtime on a [`ThreadPool`]: spawning ([`ThreadPool::spawn_future`]), the
 //! [`Schedule`] implementation that queues tasks on the pool, the pool's lifetime as seen by
-//! its tasks (`scheduler::inner`, `release_pool`), and the runtime counters ([`RuntimeStats`]).
+//! its tasks (`scheduler::inner`, `release_pool`).
 //!
 //! # The pool outlives its tasks
 //! Every task holds a reference on the pool's shared state (`Inner`), taken at spawn and
@@ -31,30 +31,6 @@ use crate::task::Task;
 /// on 2 cores a spinning joiner slows the worker it waits for (see `block_on.rs`).
 pub(crate) const JOIN_SPINS: u32 = 0;
 
-/// Runtime counters (Relaxed; exact once the pool is idle). Lock-free to read, from any
-/// thread: [`ThreadPool::runtime_stats`] (total) and [`ThreadPool::runtime_worker_stats`]
-/// (one worker). A view of two fields of the pool's [`Stats`](crate::Stats) (where every
-/// counter is kept, per worker: [`ThreadPool::stats`], [`ThreadPool::worker_stats`]).
-///
-/// ```
-/// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
-/// pool.block_on(pool.spawn_future(async {}).unwrap()).unwrap();
-/// let stats: pool::RuntimeStats = pool.runtime_stats();
-/// assert_eq!(stats.spawned, 1);
-/// assert!(stats.polled >= 1);
-/// # }
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RuntimeStats {
-    /// Futures spawned (accepted).
-    pub spawned: usize,
-    /// Tasks run (`Stats::polled`): every async poll (a cancellation counts as one), and any
-    /// other task the pool ran (closures, intrusive tasks).
-    pub polled: usize,
-}
-
 impl<S: Spawner> ThreadPool<S> {
     /// Spawns a future on the pool and returns its [`JoinHandle`]. One allocation (the task:
     /// header, future and output in one block); none per wake or poll.
@@ -69,7 +45,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use pool::{Config, ThreadPool};
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// let sum = pool.block_on(async {
     ///     let a = pool.spawn_future(async { 1 }).unwrap();
     ///     let b = pool.spawn_future(async { 2 }).unwrap();
@@ -115,43 +91,6 @@ impl<S: Spawner> ThreadPool<S> {
                 Err(e)
             }
         }
-    }
-
-    /// Total runtime counters (all workers and outside threads).
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
-    /// for i in 0..10 {
-    ///     pool.spawn_future(async move { i }).unwrap().join().unwrap();
-    /// }
-    /// assert_eq!(pool.runtime_stats().spawned, 10);
-    /// # }
-    /// ```
-    pub fn runtime_stats(&self) -> RuntimeStats {
-        // A view of the pool's counters (`Stats`), which are where they are kept.
-        let s = self.stats();
-        RuntimeStats { spawned: s.spawned, polled: s.polled }
-    }
-
-    /// The counters of worker `index` (`0..max_threads`), or, for `index == max_threads`, of
-    /// work done on threads outside the pool. `None` beyond.
-    ///
-    /// ```
-    /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
-    /// pool.spawn_future(async {}).unwrap().join().unwrap(); // spawned from outside the pool
-    /// assert_eq!(pool.runtime_worker_stats(2).unwrap().spawned, 1); // index 2: outside threads
-    /// assert!(pool.runtime_worker_stats(3).is_none());
-    /// # }
-    /// ```
-    pub fn runtime_worker_stats(&self, index: usize) -> Option<RuntimeStats> {
-        let s = match self.worker_stats(index) {
-            Some(w) => w,
-            None if index == self.max_threads() => self.inner().outside.snapshot(),
-            None => return None,
-        };
-        Some(RuntimeStats { spawned: s.spawned, polled: s.polled })
     }
 }
 

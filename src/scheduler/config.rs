@@ -4,16 +4,21 @@
 ///
 /// ```
 /// use pool::Config;
-/// // Two threads with 256 KiB stacks; `..Config::default()` keeps the rest at their defaults.
-/// let config = Config { max_threads: 2, stack_size: 256 << 10, ..Config::default() };
+/// // Two threads with 256 KiB stacks; the rest keeps its default.
+/// let config = Config::default().with_max_threads(2).with_stack_size(256 << 10);
 /// # #[cfg(feature = "std")] {
 /// let pool = pool::ThreadPool::new(config).unwrap();
 /// assert_eq!(pool.max_threads(), 2);
 /// # }
 /// // The default: one thread per CPU, the platform's stack size, a short spin before sleeping.
-/// assert_eq!(Config::default(), Config { max_threads: 0, stack_size: 0, idle_spins: pool::DEFAULT_IDLE_SPINS });
+/// let default = Config::default();
+/// assert_eq!((default.max_threads, default.stack_size, default.idle_spins), (0, 0, pool::DEFAULT_IDLE_SPINS));
 /// ```
+///
+/// `#[non_exhaustive]`: fields are added in minor versions, so build one from
+/// [`Config::default`] and the `with_` setters (or assign its fields).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     /// Most threads the pool starts; 0 means the platform's available parallelism. At most
     /// [`MAX_THREADS`](crate::MAX_THREADS).
@@ -39,8 +44,36 @@ pub const DEFAULT_IDLE_SPINS: u32 = if cfg!(loom) { 0 } else { 256 };
 /// The most [`Config::idle_spins`] a pool accepts (more is refused as an invalid argument).
 pub const MAX_IDLE_SPINS: u32 = 1 << 20;
 
+impl Config {
+    /// The defaults (as [`Default::default`], usable in a `const`).
+    pub const fn new() -> Self {
+        Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS }
+    }
+
+    /// Sets [`max_threads`](Self::max_threads).
+    #[must_use]
+    pub const fn with_max_threads(mut self, max_threads: usize) -> Self {
+        self.max_threads = max_threads;
+        self
+    }
+
+    /// Sets [`stack_size`](Self::stack_size).
+    #[must_use]
+    pub const fn with_stack_size(mut self, stack_size: usize) -> Self {
+        self.stack_size = stack_size;
+        self
+    }
+
+    /// Sets [`idle_spins`](Self::idle_spins).
+    #[must_use]
+    pub const fn with_idle_spins(mut self, idle_spins: u32) -> Self {
+        self.idle_spins = idle_spins;
+        self
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS }
+        Self::new()
     }
 }

@@ -80,7 +80,7 @@ use crate::task::Task;
 ///     let (a, b) = cx.join(|cx| fib(cx, n - 1), |cx| fib(cx, n - 2));
 ///     a + b
 /// }
-/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// assert_eq!(pool.install(|cx| fib(cx, 20)).unwrap(), 6765);
 /// # }
 /// ```
@@ -209,7 +209,7 @@ impl<S: Spawner> WorkerContext<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let threads = pool.install(|cx| cx.pool().max_threads()).unwrap();
     /// assert_eq!(threads, 2);
     /// # }
@@ -223,7 +223,7 @@ impl<S: Spawner> WorkerContext<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// assert!(pool.install(|cx| cx.index()).unwrap() < 2);
     /// # }
     /// ```

@@ -24,7 +24,7 @@ use crate::sync::Ordering;
 /// use pool::{Config, ThreadPool};
 /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
 ///
-/// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+/// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// let hits = Arc::new(AtomicUsize::new(0));
 /// for _ in 0..100 {
 ///     let hits = hits.clone();
@@ -76,8 +76,10 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
-        let inner = try_box(Inner::build(config, spawner)?)?;
-        Ok(Self { inner: NonNull::from(Box::leak(inner)) })
+        let inner = Box::leak(try_box(Inner::build(config, spawner)?)?);
+        // SAFETY: boxed, so the link stays put until `Inner`'s drop untracks it.
+        unsafe { inner.spawner.track_pool(NonNull::from(&inner.link)) };
+        Ok(Self { inner: NonNull::from(inner) })
     }
 
     #[inline]

@@ -15,7 +15,7 @@ use super::sync_word::{State, MAX_THREADS};
 use super::worker::Worker;
 use crate::error::Error;
 use crate::fallible::try_boxed_slice;
-use crate::platform::Spawner;
+use crate::platform::{PoolLink, Spawner};
 use crate::queue::injector::Injector;
 use crate::shutdown::ShutdownGate;
 use crate::sync::{AtomicPtr, AtomicUsize, CachePadded, IdleSet, Ordering};
@@ -53,6 +53,9 @@ pub(crate) struct Inner<S: Spawner> {
     pub(crate) timers: Timers,
     /// The pool's I/O driver, if one is installed (`driver.rs`).
     pub(crate) driver: DriverSlot,
+    /// The pool's entry in its platform's registry (`Spawner::track_pool` once boxed,
+    /// `untrack_pool` before it is freed): closed in a child after `fork` (`fork.rs`).
+    pub(crate) link: PoolLink,
 }
 
 impl<S: Spawner> Inner<S> {
@@ -69,6 +72,17 @@ impl<S: Spawner> Inner<S> {
         self.driver.shutdown();
         self.protocol.release_waits();
         self.unpark_all();
+    }
+
+    /// The error for work this pool refuses because its queue is closed: shut down, or
+    /// inherited through `fork()` (closed in the child, `fork.rs`).
+    #[cold]
+    pub(crate) fn refusal(&self) -> Error {
+        if self.link.is_inherited() {
+            Error::Forked
+        } else {
+            Error::Shutdown
+        }
     }
 
     /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
@@ -105,6 +119,8 @@ impl<S: Spawner> Inner<S> {
 
 impl<S: Spawner> Drop for Inner<S> {
     fn drop(&mut self) {
+        // SAFETY: tracked once boxed (`ThreadPool::with_spawner`), and freed only after this.
+        unsafe { self.spawner.untrack_pool(NonNull::from(&self.link)) };
         let mut worker = self.workers.load(Ordering::Acquire);
         while !worker.is_null() {
             // SAFETY: every thread is joined (drop runs after shutdown), so nothing else
@@ -144,6 +160,7 @@ impl<S: Spawner> Inner<S> {
             refs: CachePadded(AtomicUsize::new(1)),
             timers: Timers::new(),
             driver: DriverSlot::new(),
+            link: PoolLink::new(Self::close_on_fork),
             spawner,
         })
     }

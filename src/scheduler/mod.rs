@@ -24,7 +24,6 @@ mod config;
 pub(crate) mod context;
 pub(crate) mod counters;
 pub(crate) mod driver;
-#[cfg(feature = "std")]
 mod fork;
 pub(crate) mod frame;
 mod handle;

@@ -88,8 +88,9 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Errors
     /// [`Error::Shutdown`] after `shutdown` began (from outside the pool's threads),
-    /// [`Error::Spawn`] if the pool has no thread and cannot start one. On error the task was
-    /// not queued and is still the caller's.
+    /// [`Error::Spawn`] if the pool has no thread and cannot start one, [`Error::Forked`] in a
+    /// child process that inherited the pool through `fork()`. On error the task was not
+    /// queued and is still the caller's.
     ///
     /// # Safety
     /// `task` points to a valid [`Task`] with a callback, not currently queued anywhere, that
@@ -158,7 +159,7 @@ impl<S: Spawner> ThreadPool<S> {
         if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
             self.start_first_thread()?;
         }
-        inner.injector.push(batch, true).map_err(|_| Error::Shutdown)?;
+        inner.injector.push(batch, true).map_err(|_| inner.refusal())?;
         inner.notify(false);
         Ok(())
     }
@@ -188,7 +189,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///     ORDER.fetch_add(1, Ordering::Relaxed);
     /// }
     ///
-    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     /// let p = pool.clone();
     /// pool.spawn(move || {
     ///     // From a worker: runs right after this task, on this thread, before older queued work.
@@ -225,7 +226,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// use pool::{Config, Signal, ThreadPool};
     /// use std::sync::Arc;
     ///
-    /// let pool = Arc::new(ThreadPool::new(Config { max_threads: 1, ..Config::default() }).unwrap());
+    /// let pool = Arc::new(ThreadPool::new(Config::default().with_max_threads(1)).unwrap());
     /// let (p, (tx, rx)) = (pool.clone(), std::sync::mpsc::channel());
     /// pool.spawn(move || {
     ///     // On the pool's only worker: waiting runs the queued task that sets the signal.
@@ -269,13 +270,13 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when called on one of this pool's own threads (it would wait
-    /// for itself).
+    /// for itself); [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let done = Arc::new(AtomicUsize::new(0));
     /// for _ in 0..100 {
     ///     let done = done.clone();
@@ -290,6 +291,9 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::InvalidArgument);
         }
         let inner = self.inner();
+        if inner.link.is_inherited() {
+            return Err(Error::Forked);
+        }
         let parker = inner.spawner.new_parker();
         let mut backoff = Backoff::new(8, 1_000);
         while !inner.is_idle() {
@@ -319,7 +323,7 @@ impl<S: Spawner> ThreadPool<S> {
     pub(crate) fn start_first_thread(&self) -> Result<(), Error> {
         let inner = self.inner();
         if inner.injector.is_closed() {
-            return Err(Error::Shutdown);
+            return Err(inner.refusal());
         }
         inner.notify(false);
         let s = inner.protocol.load(Ordering::Acquire);
@@ -344,12 +348,14 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// # Errors
     /// [`Error::Shutdown`] if the pool was already shut down (or is being shut down by
-    /// another thread); [`Error::InvalidArgument`] from inside the pool.
+    /// another thread); [`Error::InvalidArgument`] from inside the pool; [`Error::Forked`] in
+    /// a child that inherited the pool through `fork()` (nothing to wait for: its threads are
+    /// in the parent).
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// let ran = Arc::new(AtomicUsize::new(0));
     /// for _ in 0..1000 {
     ///     let ran = ran.clone();
@@ -365,6 +371,9 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::InvalidArgument);
         }
         let inner = self.inner();
+        if inner.link.is_inherited() {
+            return Err(Error::Forked);
+        }
         let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
         inner.injector.close();
         inner.begin_shutdown();
@@ -417,7 +426,16 @@ impl<S: Spawner> Drop for ThreadPool<S> {
     /// If a shutdown is in progress on another thread (the C layer's `pool_shutdown` racing
     /// `pool_destroy`), this waits for it to finish before freeing. If a shutdown unwound (a
     /// panicking [`Spawner::join_all`]), its threads may still run: the state is leaked.
+    ///
+    /// In a child that inherited the pool through `fork()` ([`Error::Forked`]) it returns at
+    /// once: it frees the pool's tables and memory, and keeps the spawner and the parkers
+    /// (they may hold locks and handles of the parent's threads).
     fn drop(&mut self) {
+        if self.inner().link.is_inherited() {
+            // SAFETY: inherited through fork, in this child; our handle is given up here.
+            unsafe { Self::free_inherited(self.inner) };
+            return;
+        }
         if self.is_worker_thread() {
             let inner = self.inner();
             if inner.gate.detach() {
@@ -450,11 +468,15 @@ impl<S: Spawner> ThreadPool<S> {
     /// # Errors
     /// [`Error::AlreadyStarted`] if a driver is already installed (the new one is dropped);
     /// [`Error::Shutdown`] if the pool was shut down (the driver has been told:
-    /// [`Driver::shutdown`]).
+    /// [`Driver::shutdown`]); [`Error::Forked`] in a child that inherited the pool through
+    /// `fork()` (the driver is dropped).
     ///
     /// Example: [`Driver`].
     pub fn set_driver(&self, driver: Box<dyn Driver>) -> Result<(), Error> {
         let inner = self.inner();
+        if inner.link.is_inherited() {
+            return Err(Error::Forked);
+        }
         inner.driver.set(driver)?;
         // Idle workers parked before it existed: one takes the role and blocks in it.
         inner.notify(false);

@@ -67,7 +67,6 @@ impl Protocol {
     }
 
     /// Gives the idle set's words back (a forked child frees them without the rest).
-    #[cfg(feature = "std")]
     pub(crate) fn into_idle_words(self) -> Box<[AtomicUsize]> {
         self.idle.into_words()
     }

@@ -11,7 +11,7 @@ use crate::sync::Ordering;
 ///
 /// ```
 /// # #[cfg(feature = "std")] {
-/// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+/// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
 /// assert_eq!(pool.stats().threads, 0); // threads start lazily
 /// pool.spawn(|| ()).unwrap();
 /// let stats = pool.stats();
@@ -25,7 +25,8 @@ pub struct Stats {
     pub threads: usize,
     /// Threads counted idle (asleep or about to sleep).
     pub idle_threads: usize,
-    /// Worker slots (`max_threads`): the indices [`ThreadPool::worker_stats`] accepts.
+    /// Worker slots (`max_threads`): [`ThreadPool::worker_stats`] takes `0..workers` for the
+    /// workers and `workers` for the threads that are not workers.
     pub workers: usize,
     // The per-worker counters below are summed over every worker (see
     // `ThreadPool::worker_stats` for one) plus the work done on threads that are not workers.
@@ -53,7 +54,7 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+    /// let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
     /// for _ in 0..100 {
     ///     pool.spawn(|| ()).unwrap();
     /// }
@@ -89,25 +90,28 @@ impl<S: Spawner> ThreadPool<S> {
     }
 
     /// The counters of worker `index` (`0..max_threads`; all zero for a worker whose thread
-    /// has not started yet), or `None` for an index out of range. Lock-free, as
-    /// [`stats`](Self::stats); work done on threads that are not workers is only in `stats`.
+    /// has not started yet), or, for `index == max_threads`, of the work done on threads that
+    /// are not workers (futures spawned and tasks run from outside); `None` beyond. Lock-free,
+    /// as [`stats`](Self::stats), which sums all of them.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
     /// use pool::{Config, ThreadPool};
-    /// let pool = ThreadPool::new(Config { max_threads: 2, ..Config::default() }).unwrap();
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
     /// assert_eq!(pool.worker_stats(0).unwrap().polled, 0);
-    /// assert!(pool.worker_stats(2).is_none());
+    /// pool.spawn_future(async {}).unwrap().join().unwrap(); // spawned from outside the pool
+    /// assert_eq!(pool.worker_stats(2).unwrap().spawned, 1); // index 2: outside threads
+    /// assert!(pool.worker_stats(3).is_none());
     /// # }
     /// ```
     pub fn worker_stats(&self, index: usize) -> Option<WorkerStats> {
         let inner = self.inner();
-        if index >= inner.worker_table.len() {
-            return None;
-        }
+        let workers = inner.worker_table.len();
         Some(match inner.worker_at(index) {
             Some(worker) => Worker::stats_of(worker).snapshot(),
-            None => WorkerStats::default(),
+            None if index < workers => WorkerStats::default(),
+            None if index == workers => inner.outside.snapshot(),
+            None => return None,
         })
     }
 }

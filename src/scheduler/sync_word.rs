@@ -28,7 +28,7 @@ use core::fmt;
 // The example is a cfg_attr(doc) attribute, which cbindgen does not copy into pool.h.
 #[cfg_attr(
     doc,
-    doc = "\n# Example\n\n```\nuse pool::{Config, MAX_THREADS};\nlet config = Config { max_threads: MAX_THREADS, ..Config::default() };\nassert_eq!(config.max_threads, (1 << 14) - 1);\n```"
+    doc = "\n# Example\n\n```\nuse pool::{Config, MAX_THREADS};\nlet config = Config::default().with_max_threads(MAX_THREADS);\nassert_eq!(config.max_threads, (1 << 14) - 1);\n```"
 )]
 pub const MAX_THREADS: usize = (1 << 14) - 1;
 

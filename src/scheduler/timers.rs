@@ -237,7 +237,7 @@ impl<S: Spawner> ThreadPool<S> {
             return unsafe { self.submit(task) }.map_err(AfterError::Pool);
         }
         if self.current_worker().is_none() && inner.injector.is_closed() {
-            return Err(AfterError::Pool(Error::Shutdown));
+            return Err(AfterError::Pool(inner.refusal()));
         }
         if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
             // A pool with no thread could never fire it: start one first (as `submit` does).

@@ -31,7 +31,6 @@ impl IdleSet {
     }
 
     /// Gives the words back (a forked child frees them without the rest of its pool).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn into_words(self) -> Box<[AtomicUsize]> {
         self.words
     }

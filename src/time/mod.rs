@@ -8,7 +8,7 @@
 //! use std::time::Duration;
 //! use pool::time::{sleep, timeout};
 //!
-//! let pool = pool::ThreadPool::new(pool::Config { max_threads: 2, ..Default::default() }).unwrap();
+//! let pool = pool::ThreadPool::new(pool::Config::default().with_max_threads(2)).unwrap();
 //! let start = std::time::Instant::now();
 //! let handle = pool
 //!     .spawn_future(async {

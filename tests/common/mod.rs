@@ -469,7 +469,7 @@ pub fn quiet_intentional_panics() {
 // Workloads shared by stress.rs and faults.rs
 
 pub fn config(max_threads: usize) -> Config {
-    Config { max_threads, ..Config::default() }
+    Config::default().with_max_threads(max_threads)
 }
 
 /// Submits jobs `range` of `jobs` one by one from this thread; panics on any error.

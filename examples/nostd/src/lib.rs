@@ -26,7 +26,7 @@
 //! fn join(_ctx: *mut c_void) {} // detached threads: the spawner waits until they left
 //!
 //! let host = HostThreads { yield_now: std::thread::yield_now, ..HostThreads::new(spawn, join) };
-//! let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, HostSpawner::new(host)).unwrap();
+//! let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), HostSpawner::new(host)).unwrap();
 //!
 //! #[repr(C)]
 //! struct Job { task: Task, done: AtomicUsize }

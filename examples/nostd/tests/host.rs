@@ -128,7 +128,7 @@ unsafe extern "C" fn job_run(task: *mut Task) {
 
 fn whole_pool(tls: bool) {
     let host = Host { limit: 64, ..Host::default() };
-    let pool = ThreadPool::with_spawner(Config { max_threads: 2, stack_size: 0, ..Config::default() }, HostSpawner::new(host_threads(&host, tls)))
+    let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2).with_stack_size(0), HostSpawner::new(host_threads(&host, tls)))
         .unwrap();
     let mut jobs: Vec<Job> = (0..20_000).map(|_| Job { task: Task::new(job_run), runs: AtomicUsize::new(0) }).collect();
     for job in &mut jobs {
@@ -182,7 +182,7 @@ fn a_host_without_threads_refuses_work() {
 #[test]
 fn a_host_with_one_thread_runs_everything_on_it() {
     let host = Host { limit: 1, ..Host::default() };
-    let pool = ThreadPool::with_spawner(Config { max_threads: 4, stack_size: 0, ..Config::default() }, HostSpawner::new(host_threads(&host, true)))
+    let pool = ThreadPool::with_spawner(Config::default().with_max_threads(4).with_stack_size(0), HostSpawner::new(host_threads(&host, true)))
         .unwrap();
     let hits = std::sync::Arc::new(AtomicUsize::new(0));
     for _ in 0..1000 {
@@ -201,7 +201,7 @@ fn a_host_with_one_thread_runs_everything_on_it() {
 fn create_and_shut_down_in_a_loop() {
     for i in 0..20 {
         let host = Host { limit: 64, ..Host::default() };
-        let pool = ThreadPool::with_spawner(Config { max_threads: 2, stack_size: 64 * 1024, ..Config::default() }, HostSpawner::new(host_threads(&host, i % 2 == 0)))
+        let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2).with_stack_size(64 * 1024), HostSpawner::new(host_threads(&host, i % 2 == 0)))
             .unwrap();
         if i % 3 != 0 {
             pool.spawn(|| {}).unwrap();
@@ -249,7 +249,7 @@ fn hundred_k_futures_wake_each_other() {
     let _g = SERIAL.lock().unwrap();
     const N: usize = 100_000;
     let host = Host { limit: 64, ..Host::default() };
-    let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, HostSpawner::new(host_threads(&host, true)))
+    let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), HostSpawner::new(host_threads(&host, true)))
         .unwrap();
     let events: std::sync::Arc<Vec<Event>> = std::sync::Arc::new((0..N).map(|_| Event::default()).collect());
     let started = Instant::now();
@@ -274,7 +274,7 @@ fn hundred_k_futures_wake_each_other() {
     assert_eq!(total, (N as u64) * (N as u64 - 1) / 2);
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
     assert_eq!(OFF_HOST.load(Ordering::Relaxed), 0);
-    let stats = pool.runtime_stats();
+    let stats = pool.stats();
     assert_eq!(stats.spawned, N);
     pool.shutdown().unwrap();
 }

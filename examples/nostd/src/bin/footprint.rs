@@ -94,7 +94,7 @@ mod work {
 
     pub(crate) fn run(host: HostThreads) {
         let max_threads = core::hint::black_box(4);
-        let Ok(pool) = ThreadPool::with_spawner(Config { max_threads, stack_size: 0, ..Config::default() }, HostSpawner::new(host)) else {
+        let Ok(pool) = ThreadPool::with_spawner(Config::default().with_max_threads(max_threads).with_stack_size(0), HostSpawner::new(host)) else {
             return;
         };
         let mut tasks = [Task::new(count), Task::new(count), Task::new(count), Task::new(count)];

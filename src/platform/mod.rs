@@ -2,15 +2,23 @@
 //! threads ([`Spawner`]). The `std` feature provides both (`crate::os`); a bare-metal or RTOS
 //! host implements them itself (README: "Porting to a new platform").
 //!
-//! A pool's threads exist only in the process that started them. A host whose platform can copy
-//! a process (`fork()`, a snapshot) must not use a copied pool in the copy: submitting to it,
-//! shutting it down or dropping it would wait for threads that are not there. It builds new
-//! pools there instead (PORTING.md, "After a fork"); the `std` layer does so for its global
-//! pools, and the C layer makes an inherited pool's calls return `POOL_ERR_FORKED`.
+//! A pool's threads exist only in the process that started them. A platform that can copy a
+//! process (`fork()`, a snapshot) keeps a registry of its pools ([`Spawner::track_pool`]) and
+//! closes each in the copy: there it refuses work with [`Error::Forked`](crate::Error::Forked)
+//! and its shutdown and drop return at once instead of waiting for threads that are not there
+//! (PORTING.md, "After a fork"). The `std` spawners do, for every pool on them; the `std`
+//! layer's global pools are reset in the copy instead, and work.
 
 use core::ffi::c_void;
 use core::fmt;
+use core::ptr::NonNull;
 use core::time::Duration;
+
+mod pool_link;
+
+pub use pool_link::PoolLink;
+#[cfg(all(feature = "std", unix, not(loom)))]
+pub(crate) use pool_link::PoolList;
 
 /// Blocks and wakes one thread. One parker belongs to one thread (its owner parks; anyone
 /// unparks).
@@ -193,7 +201,7 @@ impl fmt::Display for SpawnError {
 ///     }
 /// }
 ///
-/// let pool = ThreadPool::with_spawner(Config { max_threads: 2, ..Config::default() }, MySpawner::default()).unwrap();
+/// let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), MySpawner::default()).unwrap();
 /// let (tx, rx) = std::sync::mpsc::channel();
 /// pool.spawn(move || tx.send(6 * 7).unwrap()).unwrap();
 /// assert_eq!(rx.recv().unwrap(), 42);
@@ -252,5 +260,25 @@ pub unsafe trait Spawner: Send + Sync + 'static {
     /// one, timers fail with a clear error.
     fn now_ns(&self) -> Option<u64> {
         None
+    }
+
+    /// Records a pool built on this spawner in the platform's registry of pools, if it keeps
+    /// one: a platform that can copy a process closes each recorded pool in the copy
+    /// (module docs). The default keeps none (a platform without `fork`).
+    ///
+    /// # Safety
+    /// Called by the pool once, with its own link, which stays valid and unmoved until
+    /// [`untrack_pool`](Self::untrack_pool) returns.
+    unsafe fn track_pool(&self, link: NonNull<PoolLink>) {
+        let _ = link;
+    }
+
+    /// Forgets a pool recorded by [`track_pool`](Self::track_pool), before its memory is
+    /// freed. The default does nothing.
+    ///
+    /// # Safety
+    /// `link` was passed to this spawner's `track_pool` and not untracked since.
+    unsafe fn untrack_pool(&self, link: NonNull<PoolLink>) {
+        let _ = link;
     }
 }
