@@ -62,8 +62,7 @@ fn join_handshake_stolen_vs_taken_back() {
             // SAFETY: taken back: ours to run, once.
             unsafe { job.run_inline(None) }
         } else {
-            // SAFETY: `new` offered the job.
-            pool.wait_for(unsafe { job.signal() });
+            pool.wait_for(job.signal());
             // SAFETY: stolen and run once; its signal is set (the wait above); taken once.
             unsafe { job.into_result() }
         };

@@ -4,6 +4,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 use core::task::{RawWaker, RawWakerVTable, Waker};
+use core::time::Duration;
 
 use crate::platform::Parker;
 use crate::sync::{spin_hint, AtomicUsize, Ordering, UnsafeCell};
@@ -262,17 +263,46 @@ impl Signal {
 }
 
 impl Signal {
-    /// Parks on `parker` (the calling thread's own) until the signal is set. The one waiter.
-    pub(crate) fn park_until_set<P: Parker>(&self, parker: &P) {
+    /// The waiter gives up its wait (its deadline passed): takes its waker back out of the
+    /// slot. False if the setter displaced it first (the signal is being set: the waiter then
+    /// waits for SET, as any waiter that saw SETTING).
+    ///
+    /// # Safety
+    /// Called by the signal's one waiter, after its `register` returned true.
+    pub(crate) unsafe fn withdraw(&self) -> bool {
+        // Relaxed on success: only we wrote the slot, and the setter reads it only after
+        // displacing WAITING, which would make this fail (as `register`'s take-back). Acquire
+        // on failure: we read SETTING or SET, after the setter's Release.
+        if self.state.compare_exchange(WAITING, EMPTY, Ordering::Relaxed, Ordering::Acquire).is_err() {
+            return false;
+        }
+        // SAFETY: EMPTY again, and we are the waiter: the slot is ours (module docs).
+        drop(self.waker.with_mut(|slot| unsafe { (*slot).take() }));
+        true
+    }
+
+    /// The one parked wait (module docs, "Waiting"): parks on `parker` (the calling thread's
+    /// own) until the signal is set, or until `deadline` has passed (ns, on the clock the
+    /// function reads; a clock that reads `None` counts as past). True if the signal is set;
+    /// false if the deadline came first, and then nothing refers to `parker` any more. The
+    /// signal's one waiter.
+    pub(crate) fn wait<P: Parker>(&self, parker: &P, deadline: Option<(u64, &dyn Fn() -> Option<u64>)>) -> bool {
         // SAFETY: we are the only waiter; `parker` lives until the signal is set (the spin
-        // below comes before it can be dropped).
-        if unsafe { self.register(&parker_waker(parker)) } {
+        // below comes before it can be dropped) or the waker is withdrawn.
+        if !self.is_setting() && unsafe { self.register(&parker_waker(parker)) } {
             while !self.is_setting() {
-                parker.park();
+                match deadline.map(|(at, now)| (at, now())) {
+                    None => parker.park(),
+                    Some((at, Some(now))) if now < at => parker.park_timeout(Duration::from_nanos(at - now)),
+                    // SAFETY: registered above.
+                    _ if unsafe { self.withdraw() } => return false,
+                    _ => break,
+                }
             }
         }
         // After SETTING the setter may still be inside its `unpark`, and SET is its last
         // access (tests/waiter_parker.rs).
         self.spin_until_set();
+        true
     }
 }

@@ -125,6 +125,24 @@ fn panicking_wake_still_sets() {
     assert!(s.is_set(), "SET is stored even when the wake panics");
 }
 
+#[test]
+fn timed_wait_gives_up_and_takes_its_waker_back() {
+    let s = Signal::new();
+    let p = NoopParker;
+    // A clock 5 ns further on at each reading: the deadline passes at the second.
+    let now = core::cell::Cell::new(0u64);
+    let read = || {
+        now.set(now.get() + 5);
+        Some(now.get())
+    };
+    assert!(!s.wait(&p, Some((8, &read))));
+    // Withdrawn: the set finds no waiter, and a later wait sees it set at once.
+    // SAFETY: set once.
+    unsafe { s.set() };
+    assert!(s.wait(&p, Some((0, &read))));
+    assert!(s.wait(&p, None));
+}
+
 struct NoopParker;
 impl crate::Parker for NoopParker {
     fn park(&self) {}

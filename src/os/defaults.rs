@@ -61,8 +61,8 @@ impl<T> BlockingHandle<T> {
         let done = self.done();
         if !done.is_setting() {
             // Parks until SET: the parker lives in this frame, and SET is the setter's last
-            // access to it (`Signal::park_until_set`).
-            done.park_until_set(&DefaultParker::default());
+            // access to it (`Signal::wait`).
+            done.wait(&DefaultParker::default(), None);
         }
         self.take_output()
     }

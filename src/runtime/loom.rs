@@ -119,7 +119,7 @@ unsafe impl Schedule for ManualQueue {
         let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
         while !signal.is_set() {
             if !q.run_one() {
-                signal.park_until_set(&LoomParker::default());
+                signal.wait(&LoomParker::default(), None);
                 return;
             }
         }

@@ -257,7 +257,7 @@ impl<S: Spawner> ThreadPool<S> {
             // Waits for SET in `parker`'s scope: after SETTING the setter may still be inside
             // its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz target under
             // ASan).
-            None => signal.park_until_set(&self.inner().spawner.new_parker()),
+            None => { signal.wait(&self.inner().spawner.new_parker(), None); }
         }
     }
 
