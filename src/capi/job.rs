@@ -112,13 +112,12 @@ enum AnyWorker<'a> {
 /// this thread, and the function or task it was handed to has not returned.
 #[inline(always)]
 unsafe fn any_worker<'a>(worker: NonNull<PoolWorker>) -> AnyWorker<'a> {
-    // SAFETY: a `WorkerContext` of either type (repr(C)) has its pool pointer first (its
-    // docs), live while its thread runs the code it was handed to (the caller's contract).
-    let pool = unsafe { *worker.cast::<*const ()>().as_ptr() };
-    let global = crate::os::global::built().map_or(ptr::null(), |g| ptr::from_ref(g.inner()).cast::<()>());
-    // SAFETY: the pool pointer tells the type: only the global pool has `ThreadSpawner` here.
+    // SAFETY: a `WorkerContext` of either type (repr(C)) begins with its head, live while its
+    // thread runs the code it was handed to (the caller's contract).
+    let pool = unsafe { ContextHead::of(worker.cast()) }.pool;
+    // SAFETY: the pool tells the type: only the global pool has `ThreadSpawner` here.
     unsafe {
-        if pool == global {
+        if crate::os::global::built().is_some_and(|g| g.inner().any() == pool) {
             AnyWorker::Global(worker.cast().as_ref())
         } else {
             AnyWorker::Own(worker.cast().as_ref())

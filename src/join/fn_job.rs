@@ -210,7 +210,7 @@ impl<S: Spawner> WorkerContext<S> {
         let queued = unsafe {
             task.as_ptr().write(Task::new(execute::<S>));
             ptr::addr_of_mut!((*j).done).write(Completion::new());
-            JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
+            JobHeader::offer(task, self.head.pool);
             let queued = self.joins.push(task);
             (*j).mode = if queued { QUEUED } else { INLINE };
             queued

@@ -11,7 +11,7 @@ use crate::panic::{catch, resume, Panic};
 use crate::platform::Spawner;
 use crate::scheduler::job::JobHeader;
 use crate::scheduler::job::Until;
-use crate::scheduler::{Inner, WorkerContext};
+use crate::scheduler::{AnyPool, Inner, WorkerContext};
 use crate::sync::UnsafeCell;
 use crate::task::Task;
 
@@ -64,13 +64,13 @@ where
     }
 
     /// A job ready to queue, running `func` with the worker context of `pool`'s worker that
-    /// runs it (`None` where there is none, or with a null `pool`).
+    /// runs it (`None` where there is none).
     #[inline]
-    pub(crate) fn new(func: F, pool: *const Inner<S>) -> Self {
+    pub(crate) fn new(func: F, pool: AnyPool) -> Self {
         let job = Self::latent(func);
         // SAFETY: a fresh job, not queued, ours. (`Offered` holds no pointer into the job, so
         // the job may move after.)
-        unsafe { JobHeader::offer(job.task(), pool.cast()) };
+        unsafe { JobHeader::offer(job.task(), pool) };
         job
     }
 
@@ -112,8 +112,8 @@ where
         // SAFETY: `task` is the first field of a live, offered `StackJob<F, R, S>` (repr(C));
         // the owner keeps the frame alive until the signal is set, below.
         let job = unsafe { &*task.cast_const().cast::<Self>() };
-        // SAFETY: queued jobs were offered, with a null pool or the live pool whose worker
-        // queued the job (it waits for the job before its pool can go away).
+        // SAFETY: queued jobs were offered, with the live pool whose worker or caller queued
+        // the job (it waits for the job before its pool can go away).
         let cx = unsafe { job.header.begin_run::<S>() };
         // SAFETY: the job runs once (its task was dequeued once): we are its runner.
         let func = unsafe { job.take_func() };

@@ -21,6 +21,7 @@ use super::state::{Snapshot, State, TransitionToComplete, TransitionToIdle, Tran
 use super::waker::raw_waker;
 use crate::panic::catch;
 use crate::latch::Signal;
+use crate::scheduler::AnyPool;
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
 
@@ -31,20 +32,17 @@ where
     Sch: Schedule,
 {
     const VTABLE: Vtable = Vtable {
-        schedule: schedule::<Sch>,
         cancel_scheduled: cancel_scheduled::<F, Sch>,
         cancel_claimed: cancel_claimed::<F, Sch>,
         read_output: read_output::<F, Sch>,
         drop_output: drop_output::<F, Sch>,
-        wait: wait::<Sch>,
         dealloc: dealloc::<F, Sch>,
-        timers: Sch::timers,
     };
 }
 
 /// Allocates a task (the one allocation per spawn) in state [`Snapshot::INITIAL`]: scheduled,
 /// with a join handle, two references (the queue's and the handle's). The caller queues it.
-pub(crate) fn allocate<F, Sch>(future: F, sched: NonNull<()>) -> NonNull<Header>
+pub(crate) fn allocate<F, Sch>(future: F, sched: AnyPool) -> NonNull<Header>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -298,12 +296,6 @@ where
 // ---------------------------------------------------------------------------------------------
 // Vtable entries
 
-unsafe fn schedule<Sch: Schedule>(header: NonNull<Header>, lifo: bool) -> Result<(), ()> {
-    // SAFETY: the caller holds SCHEDULED and the queue's reference (so the header is live),
-    // and the scheduler outlives its tasks.
-    unsafe { Sch::schedule(header.as_ref().sched, Header::task(header), lifo) }
-}
-
 unsafe fn cancel_scheduled<F, Sch>(header: NonNull<Header>)
 where
     F: Future + Send + 'static,
@@ -351,14 +343,6 @@ where
     unsafe { set_stage::<F, Sch>(header, Stage::Consumed) };
 }
 
-unsafe fn wait<Sch: Schedule>(header: NonNull<Header>) {
-    // SAFETY: the caller (the JoinHandle, the join signal's one waiter) holds a reference; the
-    // scheduler outlives the task.
-    let h = unsafe { header.as_ref() };
-    // SAFETY: as above.
-    unsafe { Sch::wait(h.sched, &h.join) }
-}
-
 unsafe fn dealloc<F, Sch>(header: NonNull<Header>)
 where
     F: Future + Send + 'static,
@@ -372,5 +356,5 @@ where
     // read, a waker left in the join signal.
     let _ = catch(move || drop(cell));
     // SAFETY: once per task, last.
-    unsafe { Sch::release(sched) };
+    unsafe { sched.release() };
 }

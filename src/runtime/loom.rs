@@ -26,6 +26,8 @@ use super::{harness, waker};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::loom::{model, LoomParker};
+use crate::scheduler::any_pool::PoolOps;
+use crate::scheduler::AnyPool;
 use crate::task::Task;
 
 struct Queued(NonNull<Task>);
@@ -33,7 +35,10 @@ struct Queued(NonNull<Task>);
 unsafe impl Send for Queued {}
 
 /// A queue of tasks that the model runs by hand.
+#[repr(C)]
 struct ManualQueue {
+    /// First: a task's `AnyPool` points here (`OPS`).
+    ops: &'static PoolOps,
     queue: Mutex<VecDeque<Queued>>,
     closed: AtomicBool,
     /// Tasks allocated and not yet freed.
@@ -45,6 +50,7 @@ struct ManualQueue {
 impl ManualQueue {
     fn new() -> Arc<Self> {
         Arc::new(Self {
+            ops: &OPS,
             queue: Mutex::new(VecDeque::new()),
             closed: AtomicBool::new(false),
             live: AtomicUsize::new(0),
@@ -92,31 +98,22 @@ impl ManualQueue {
     }
 }
 
-// SAFETY: `schedule` queues the task for exactly one `run_one`, or refuses it (closed); the
-// queue lives until every task released its `Arc` reference.
-unsafe impl Schedule for ManualQueue {
-    unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, _lifo: bool) -> Result<(), ()> {
-        // SAFETY: a task holds an Arc reference on the queue.
-        let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
-        if q.closed.load(Ordering::Acquire) {
-            return Err(());
-        }
-        q.scheduled.fetch_add(1, Ordering::Relaxed);
-        q.queue.lock().unwrap().push_back(Queued(task));
-        Ok(())
-    }
-
-    unsafe fn is_closed(sched: NonNull<()>) -> bool {
-        // SAFETY: as above.
-        unsafe { sched.cast::<ManualQueue>().as_ref() }.closed.load(Ordering::Acquire)
+impl ManualQueue {
+    /// The queue behind a task's scheduler.
+    ///
+    /// # Safety
+    /// `sched` is a queue's (`spawn`), on which the caller's task holds an `Arc` reference.
+    unsafe fn of<'a>(sched: AnyPool) -> &'a Self {
+        // SAFETY: the caller's contract; `ops` is the first field of the repr(C) queue.
+        unsafe { sched.ops_field().cast::<Self>().as_ref() }
     }
 
     /// Helps while there is queued work, then parks until the signal is set (so a model's
     /// blocking `join` registers a parker in the join signal, as a pool's wait does; another
     /// thread of the model must then run the task).
-    unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
-        // SAFETY: as above.
-        let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
+    unsafe fn wait(sched: AnyPool, signal: &Signal) {
+        // SAFETY: as `of`.
+        let q = unsafe { Self::of(sched) };
         while !signal.is_set() {
             if !q.run_one() {
                 signal.wait(&LoomParker::default(), None);
@@ -125,12 +122,43 @@ unsafe impl Schedule for ManualQueue {
         }
     }
 
-    unsafe fn release(sched: NonNull<()>) {
-        let q = sched.cast::<ManualQueue>();
-        // SAFETY: as above.
-        unsafe { q.as_ref() }.live.fetch_sub(1, Ordering::Release);
+    unsafe fn release(sched: AnyPool) {
+        // SAFETY: as `of`.
+        unsafe { Self::of(sched) }.live.fetch_sub(1, Ordering::Release);
         // SAFETY: the task's reference, from `Arc::into_raw` in `spawn`.
-        drop(unsafe { Arc::from_raw(q.as_ptr().cast_const()) });
+        drop(unsafe { Arc::from_raw(sched.ops_field().cast::<Self>().as_ptr().cast_const()) });
+    }
+}
+
+/// The queue's table: a task reaches its queue through it as it reaches a pool
+/// (`scheduler::any_pool`). No timers in these models.
+static OPS: PoolOps = PoolOps {
+    schedule: <ManualQueue as Schedule>::schedule,
+    wait: ManualQueue::wait,
+    timers: |_| unreachable!("no timers in the runtime models"),
+    now_ns: |_| None,
+    kick: |_| {},
+    acquire: |_| {},
+    release: ManualQueue::release,
+};
+
+// SAFETY: `schedule` queues the task for exactly one `run_one`, or refuses it (closed); the
+// queue lives until every task released its `Arc` reference.
+unsafe impl Schedule for ManualQueue {
+    unsafe fn schedule(sched: AnyPool, task: NonNull<Task>, _lifo: bool) -> Result<(), ()> {
+        // SAFETY: a task holds an Arc reference on the queue.
+        let q = unsafe { Self::of(sched) };
+        if q.closed.load(Ordering::Acquire) {
+            return Err(());
+        }
+        q.scheduled.fetch_add(1, Ordering::Relaxed);
+        q.queue.lock().unwrap().push_back(Queued(task));
+        Ok(())
+    }
+
+    unsafe fn is_closed(sched: AnyPool) -> bool {
+        // SAFETY: as above.
+        unsafe { Self::of(sched) }.closed.load(Ordering::Acquire)
     }
 }
 
@@ -141,7 +169,9 @@ where
     F::Output: Send + 'static,
 {
     q.live.fetch_add(1, Ordering::Relaxed);
-    let sched = NonNull::new(Arc::into_raw(q.clone()).cast_mut()).unwrap().cast::<()>();
+    // SAFETY: the queue's `ops` (its first field), from a pointer to the whole queue; the
+    // task's `Arc` reference keeps it alive until the table's `release`.
+    let sched = unsafe { AnyPool::from_ops(NonNull::new(Arc::into_raw(q.clone()).cast_mut()).unwrap().cast()) };
     let header = harness::allocate::<F, ManualQueue>(future, sched);
     // SAFETY: a fresh task: SCHEDULED with the queue's reference.
     unsafe { ManualQueue::schedule(sched, Header::task(header), true) }.unwrap();

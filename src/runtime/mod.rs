@@ -153,19 +153,18 @@ pub use join::JoinHandle;
 #[cfg(doc)]
 use crate::ThreadPool;
 
-/// The timers of a pool task's scheduler (`crate::time` binds a timer with it): with `std`,
-/// of the task this thread is polling; else of the task `waker` belongs to, if it is one of
-/// ours.
-pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::timer::TimerHandle> {
+/// The pool of a pool task (`crate::time` binds a timer to its timers): with `std`, of the
+/// task this thread is polling; else of the task `waker` belongs to, if it is one of ours.
+pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::scheduler::AnyPool> {
     #[cfg(feature = "std")]
     if let Some(task) = current::polling() {
         // SAFETY: the task being polled on this thread (a task header) is live for the whole
         // poll.
-        return unsafe { header::Header::timers(task.cast()) };
+        return Some(unsafe { header::Header::sched(task.cast()) });
     }
     let header = waker::header_of(waker?)?;
     // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
-    unsafe { header::Header::timers(header) }
+    Some(unsafe { header::Header::sched(header) })
 }
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its

@@ -60,6 +60,7 @@ use crate::queue::{deque, ring};
 use super::handle::ThreadPool;
 use super::inner::Inner;
 use super::frame::FrameStack;
+use super::any_pool::AnyPool;
 use super::job::JobHeader;
 use crate::platform::Spawner;
 use crate::sync::Ordering;
@@ -138,11 +139,11 @@ pub struct WorkerContext<S: Spawner> {
 /// of a repr(C) struct).
 #[repr(C)]
 pub(crate) struct ContextHead {
-    /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
-    /// a pointer to the context, and a lookup reads this field to learn whose it is before
-    /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
-    /// store a pointer to a struct with the same first field).
-    pub(crate) pool: *const (),
+    /// The pool ([`AnyPool`]). First: the platform's thread-local slot holds a pointer to the
+    /// context, and a lookup reads this field to learn whose it is before knowing the spawner
+    /// type (`Inner::current_context`; the blocking pool's threads store a pointer to a struct
+    /// whose first field is a pointer too, never equal to a pool's).
+    pub(crate) pool: AnyPool,
     /// The `join`s and forks running on this thread, with their latent frames and the
     /// worker's demand word (`scheduler::frame`).
     pub(crate) frames: FrameStack,
@@ -180,7 +181,7 @@ impl<S: Spawner> WorkerContext<S> {
         let stack_size = inner.spawner.stack_size(inner.stack_size);
         Self {
             head: ContextHead {
-                pool: core::ptr::from_ref(inner).cast(),
+                pool: inner.any(),
                 // SAFETY: the worker is live and outlives its context (see `worker()`), and so
                 // does its demand word, a field of it.
                 frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
@@ -316,7 +317,7 @@ impl<S: Spawner> WorkerContext<S> {
         if !is_task {
             // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
             // not offered yet (frames are offered once, oldest first), owned by this thread.
-            unsafe { JobHeader::offer(task, self.head.pool.cast()) };
+            unsafe { JobHeader::offer(task, self.head.pool) };
         }
         // Queued once: a job frame's join takes it back or waits for it; a task frame's task
         // leaves the latent frames here.
@@ -467,10 +468,10 @@ impl<S: Spawner> Inner<S> {
         // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
         // encloses everything this thread runs meanwhile) or by a blocking pool (a struct with
         // the same first field).
-        // SAFETY: both are repr(C) with the pool pointer first, so reading that field is valid
+        // SAFETY: both are repr(C) with a pointer first, so reading that field is valid
         // whatever the type.
         let pool = unsafe { *cx.cast::<*const ()>() };
-        if pool != ptr::from_ref(self).cast::<()>() {
+        if pool != ptr::from_ref(&self.ops).cast() {
             return None;
         }
         // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
@@ -484,14 +485,14 @@ impl JobHeader {
     /// this thread is one of that pool's workers, which is recorded as the job's thief.
     ///
     /// # Safety
-    /// The job was offered, with a null pool or the live pool (`Inner<S>`) whose worker
-    /// queued it (that worker waits for the job before its pool can go away).
+    /// The job was offered, with the live pool (`Inner<S>`) whose worker queued it (that
+    /// worker waits for the job before its pool can go away).
     #[inline]
     pub(crate) unsafe fn begin_run<'a, S: Spawner>(&self) -> Option<&'a WorkerContext<S>> {
         // SAFETY: the caller's contract.
         let offered = unsafe { self.offered() };
         // SAFETY: as above.
-        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
+        let cx = unsafe { Inner::<S>::unerase(offered.pool).as_ref() }.current_context();
         if let Some(cx) = cx {
             offered.thief.store(cx.index() + 1, Ordering::Relaxed);
         }

@@ -7,6 +7,7 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
+use super::any_pool::{AnyPool, PoolOps};
 use super::config::{Config, MAX_IDLE_SPINS};
 use super::driver::DriverSlot;
 use super::counters::Counters;
@@ -23,6 +24,9 @@ use crate::timer::Timers;
 
 /// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
 pub(crate) struct Inner<S: Spawner> {
+    /// This platform type's table (`any_pool.rs`): what an [`AnyPool`], which points here,
+    /// calls.
+    pub(super) ops: &'static PoolOps,
     /// The waking protocol's state: the `Sync` word, the spinning count, the idle set, the
     /// timer role and `waits_released` (`protocol.rs`). First: the word is the line every
     /// notify reads.
@@ -146,6 +150,7 @@ impl<S: Spawner> Inner<S> {
         let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
         let idle_words = try_boxed_slice(IdleSet::words_for(max_threads), |_| AtomicUsize::new(0))?;
         Ok(Inner {
+            ops: &Self::OPS,
             protocol: Protocol::new(max_threads as u32, idle_words),
             injector: Injector::new(),
             workers: AtomicPtr::new(ptr::null_mut()),
@@ -192,14 +197,65 @@ impl<S: Spawner> Inner<S> {
     }
 }
 
+impl<S: Spawner> Inner<S> {
+    /// The table of this platform type (`ops` points to it; `any_pool.rs`).
+    const OPS: PoolOps = PoolOps {
+        schedule: Self::schedule_of,
+        wait: Self::wait_of,
+        timers: Self::timers_of,
+        now_ns: Self::now_of,
+        kick: Self::kick_of,
+        acquire: Self::acquire_of,
+        release: Self::release_of,
+    };
+
+    /// The pool at `inner`, erased.
+    ///
+    /// # Safety
+    /// `inner` is a live `Inner<S>`, and its provenance covers the whole of it.
+    #[inline(always)]
+    pub(crate) unsafe fn erase(inner: NonNull<Self>) -> AnyPool {
+        // SAFETY: the caller's contract; a field projection of a live pool, from a pointer to
+        // the whole of it (so the table's functions may step back to the pool).
+        AnyPool(unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*inner.as_ptr()).ops)) })
+    }
+
+    /// This pool, erased.
+    #[inline(always)]
+    pub(crate) fn any(&self) -> AnyPool {
+        // SAFETY: a reference to the whole pool.
+        unsafe { Self::erase(NonNull::from(self)) }
+    }
+
+    /// The pool behind `pool`, with the provenance it was erased with.
+    ///
+    /// # Safety
+    /// `pool` was erased from an `Inner<S>` (this `S`).
+    #[inline(always)]
+    pub(crate) unsafe fn unerase(pool: AnyPool) -> NonNull<Self> {
+        // SAFETY: the caller's contract: `ops` is a field of an `Inner<S>`, reached from a
+        // pointer to the whole of it.
+        unsafe { pool.0.byte_sub(core::mem::offset_of!(Self, ops)).cast() }
+    }
+
+    /// The table's `release`.
+    ///
+    /// # Safety
+    /// `pool` was erased from a live `Inner<S>`, on which the caller gives up a reference.
+    unsafe fn release_of(pool: AnyPool) {
+        // SAFETY: the caller's contract; the pointer has the provenance of the whole pool, so
+        // the last reference may free it through it.
+        unsafe { release_pool::<S>(Self::unerase(pool)) };
+    }
+}
+
 /// Drops a reference on the pool's memory taken with [`Inner::acquire`] (a task's, a bound
 /// timer's, a delayed task's); the last one frees it, as the handle's drop would have.
 ///
 /// # Safety
-/// `pool` is a live `Inner<S>` from `Box::leak` (the handle's pointer, or one derived from it),
-/// on which the caller owns one reference, which it gives up.
-pub(crate) unsafe fn release_pool<S: Spawner>(pool: NonNull<()>) {
-    let inner = pool.cast::<Inner<S>>();
+/// `inner` is a live `Inner<S>` from `Box::leak` (the handle's pointer, or one derived from
+/// it), on which the caller owns one reference, which it gives up.
+pub(crate) unsafe fn release_pool<S: Spawner>(inner: NonNull<Inner<S>>) {
     // SAFETY: our reference keeps it alive until this call.
     if unsafe { inner.as_ref() }.release() {
         // SAFETY: no thread and no other reference is left; `Inner` came from Box::leak.

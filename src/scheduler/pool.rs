@@ -1,12 +1,15 @@
 //! What a caller does with a [`ThreadPool`]: submit tasks (one, a batch, LIFO), wait (for a
 //! signal, a latch, the pool to go idle), shut it down, and install the I/O driver.
 
+use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
 use alloc::boxed::Box;
 
+use super::any_pool::AnyPool;
 use super::context::WorkerContext;
 use super::handle::ThreadPool;
+use super::inner::Inner;
 use super::sync_word::State;
 use super::job::Until;
 use crate::error::Error;
@@ -458,6 +461,42 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             // Box::leak.
             drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
         }
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// The table's `schedule` (`any_pool.rs`): an async task woken on one of the pool's
+    /// workers goes to its LIFO slot (`lifo`) or the back of its ring; from anywhere else, to
+    /// the injector.
+    ///
+    /// # Safety
+    /// `pool` was erased from a live `Inner<S>`; the task meets `Schedule::schedule`'s
+    /// contract.
+    pub(crate) unsafe fn schedule_of(pool: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+        // SAFETY: the caller's contract; a non-owning handle (never dropped).
+        let pool = ManuallyDrop::new(ThreadPool::<S> { inner: unsafe { Self::unerase(pool) } });
+        if let Some(me) = pool.current_worker() {
+            let inner = pool.inner();
+            if lifo {
+                inner.schedule_woken(me, task);
+            } else {
+                inner.push_ring(me, task);
+                inner.notify_join();
+            }
+            return Ok(());
+        }
+        // SAFETY: the task meets the submit contract (`Schedule::schedule`'s).
+        unsafe { pool.submit(task) }.map_err(drop)
+    }
+
+    /// The table's `wait`: [`ThreadPool::wait_for`].
+    ///
+    /// # Safety
+    /// `pool` was erased from a live `Inner<S>`; the caller is the signal's one waiter.
+    pub(super) unsafe fn wait_of(pool: AnyPool, signal: &crate::Signal) {
+        // SAFETY: the caller's contract; a non-owning handle (never dropped).
+        let pool = ManuallyDrop::new(ThreadPool::<S> { inner: unsafe { Self::unerase(pool) } });
+        pool.wait_for(signal);
     }
 }
 

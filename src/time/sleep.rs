@@ -12,7 +12,7 @@ use alloc::boxed::Box;
 
 use crate::timer::wheel::{tick_for_deadline, Action, Entry, Registered};
 use super::instant::Instant;
-use crate::timer::TimerHandle;
+use crate::scheduler::AnyPool;
 
 const NO_CLOCK: &str = "pool timers need a clock: this pool's Spawner::now_ns returns None";
 const NO_POOL: &str = "a pool::time timer was polled outside a task of a pool: use ThreadPool::sleep and friends there";
@@ -150,7 +150,7 @@ pub struct Sleep {
     entry: Entry,
     deadline: Deadline,
     /// The pool, once bound; holds a reference on the pool's memory.
-    handle: Option<TimerHandle>,
+    handle: Option<AnyPool>,
     /// Completed without the wheel firing the entry (the deadline had passed when polled).
     done: bool,
 }
@@ -171,7 +171,7 @@ impl Sleep {
     }
 
     /// A timer bound to `handle`'s pool at once.
-    pub(crate) fn bound(handle: TimerHandle, deadline_ns: Option<u64>, after: Duration) -> Self {
+    pub(crate) fn bound(handle: AnyPool, deadline_ns: Option<u64>, after: Duration) -> Self {
         let deadline = deadline_ns.map_or(Deadline::After(after), Deadline::At);
         let mut sleep = Self { entry: Entry::new(), deadline, handle: None, done: false };
         sleep.bind(handle);
@@ -179,9 +179,9 @@ impl Sleep {
     }
 
     /// Binds to a pool: takes a reference on it and fixes a relative deadline on its clock.
-    fn bind(&mut self, handle: TimerHandle) {
+    fn bind(&mut self, handle: AnyPool) {
         // SAFETY: the caller got the handle from a live pool (a task of it, or its handle).
-        unsafe { (handle.ops.acquire)(handle.pool) };
+        unsafe { handle.acquire() };
         self.handle = Some(handle);
         if let Deadline::After(d) = self.deadline {
             // SAFETY: we hold a reference on the pool.
@@ -237,7 +237,7 @@ impl Sleep {
     }
 
     /// The handle for this poll: bound, or bound now from the polling task.
-    fn handle_for(&mut self, cx: &Context<'_>) -> TimerHandle {
+    fn handle_for(&mut self, cx: &Context<'_>) -> AnyPool {
         if let Some(handle) = self.handle {
             return handle;
         }
@@ -288,7 +288,7 @@ impl Future for Sleep {
             Registered::Queued { earliest } => {
                 if earliest {
                     // SAFETY: bound: the pool is live.
-                    unsafe { (handle.ops.kick)(handle.pool) };
+                    unsafe { handle.kick() };
                 }
                 Poll::Pending
             }
@@ -310,7 +310,7 @@ impl Drop for Sleep {
             // SAFETY: we hold a reference on the pool, so the wheel is live; the entry is ours.
             unsafe {
                 handle.timers().cancel(NonNull::from(&self.entry));
-                (handle.ops.release)(handle.pool);
+                handle.release();
             }
         }
     }
