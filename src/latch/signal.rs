@@ -264,21 +264,37 @@ impl Signal {
 
 impl Signal {
     /// The waiter gives up its wait (its deadline passed): takes its waker back out of the
-    /// slot. False if the setter displaced it first (the signal is being set: the waiter then
-    /// waits for SET, as any waiter that saw SETTING).
+    /// slot, if it registered one. False if the setter displaced it first (the signal is being
+    /// set: the waiter then waits for SET, as any waiter that saw SETTING).
     ///
     /// # Safety
-    /// Called by the signal's one waiter, after its `register` returned true.
+    /// Called by the signal's one waiter.
     pub(crate) unsafe fn withdraw(&self) -> bool {
         // Relaxed on success: only we wrote the slot, and the setter reads it only after
         // displacing WAITING, which would make this fail (as `register`'s take-back). Acquire
         // on failure: we read SETTING or SET, after the setter's Release.
-        if self.state.compare_exchange(WAITING, EMPTY, Ordering::Relaxed, Ordering::Acquire).is_err() {
-            return false;
+        match self.state.compare_exchange(WAITING, EMPTY, Ordering::Relaxed, Ordering::Acquire) {
+            Ok(_) => {}
+            // Nothing registered (the slot is empty), and no setter began.
+            Err(EMPTY) => return true,
+            Err(_) => return false,
         }
         // SAFETY: EMPTY again, and we are the waiter: the slot is ours (module docs).
         drop(self.waker.with_mut(|slot| unsafe { (*slot).take() }));
         true
+    }
+
+    /// Makes a set signal unset again, for a waiter that waits on it round after round
+    /// (`block_on`). The slot is empty: a set signal's waker was taken by its setter, or back
+    /// by its waiter.
+    ///
+    /// # Safety
+    /// The signal is SET, and no setter touches it until the caller publishes (with Release,
+    /// seen by that setter with Acquire) what makes the next one set it.
+    pub(crate) unsafe fn reset(&self) {
+        debug_assert!(self.is_set());
+        // Relaxed: the caller's publication orders it before the next set.
+        self.state.store(EMPTY, Ordering::Relaxed);
     }
 
     /// The one parked wait (module docs, "Waiting"): parks on `parker` (the calling thread's

@@ -536,3 +536,47 @@ fn runtime_blocking_join_vs_complete() {
         assert_eq!(q.live(), 0);
     });
 }
+
+#[test]
+fn runtime_block_on_rounds_vs_wakes() {
+    // Interleaving: `ThreadPool::block_on` (outside the pool, so it parks) polls a future that is
+    // Pending twice, handing its waker to another thread each time, which wakes it: the wake
+    // lands while the poller still polls (NOTIFIED: no wait), or after it announced its wait
+    // (PARKED: the wake sets the round's signal, which the poller resets before the next
+    // round). Three polls; a lost wake-up (a wake whose round's signal was reset after it set
+    // it, or set before the reset) is a loom deadlock; a poll that no wake asked for (a round
+    // that ended on a stale set) fails the count.
+    model("runtime_block_on_rounds_vs_wakes", || {
+        let pool = crate::ThreadPool::with_spawner(crate::Config { max_threads: 1, ..crate::Config::default() }, crate::loom::LoomSpawner::new()).unwrap();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let woken = Arc::new(AtomicUsize::new(0));
+        let (s, w2) = (stash.clone(), woken.clone());
+        let waker_thread = thread::spawn(move || {
+            for _ in 0..2 {
+                loop {
+                    let w = s.lock().unwrap().take();
+                    match w {
+                        Some(w) => {
+                            w2.fetch_add(1, Ordering::Relaxed);
+                            break w.wake();
+                        }
+                        None => thread::yield_now(),
+                    }
+                }
+            }
+        });
+        let mut polls = 0;
+        let v = pool.block_on(std::future::poll_fn(|cx| {
+            polls += 1;
+            // Relaxed: the wake's Release and the poller's Acquire order it.
+            assert!(woken.load(Ordering::Relaxed) >= polls - 1, "polled again without a wake");
+            if polls == 3 {
+                return Poll::Ready(7);
+            }
+            *stash.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        }));
+        assert_eq!((v, polls), (7, 3));
+        waker_thread.join().unwrap();
+    });
+}

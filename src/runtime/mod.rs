@@ -96,18 +96,18 @@
 //! # Waiting
 //! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join signal (a
 //!   later poll with another waker replaces it).
-//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on the
-//!   task's join signal: the worker runs other tasks, typically the joined task itself from its
-//!   LIFO slot, and registers its parker in the signal only before it sleeps); elsewhere, spins
-//!   briefly then parks.
+//! * [`JoinHandle::join`]: as every wait (`latch`, "Waiting"): on a worker of the task's pool,
+//!   help-until-complete ([`ThreadPool::wait_for`] on the task's join signal, through the
+//!   pool's table: the worker runs other tasks, typically the joined task itself from its LIFO
+//!   slot, and registers its parker in the signal only before it sleeps); elsewhere, parks.
+//! * [`ThreadPool::block_on`]: polls on the calling thread and, between polls, spins briefly
+//!   then waits as `join` does.
 //!
 //! # Modules, top-down (each uses only those below it)
 //! `pool` (spawn, the pool's `Schedule`), `block_on`, `join` (`JoinHandle`) → `harness` (run,
 //! complete, the vtable's entries, `allocate`) → `waker` → `header` (the allocation, `Vtable`,
 //! `Schedule`) → `state` (the word and its transitions), `error` (`JoinError`), `current` (the
 //! polled task's thread-local).
-//! * [`ThreadPool::block_on`]: polls on the calling thread, spins briefly then parks on a parker
-//!   from the platform between polls.
 //!
 //! # Shutdown and the pool's lifetime
 //! * Once shutdown begins, a task that comes up to be polled is cancelled instead (its future

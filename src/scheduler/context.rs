@@ -52,7 +52,7 @@
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 
 use super::interval::InjectorInterval;
 use super::worker::Worker;
@@ -141,8 +141,7 @@ pub struct WorkerContext<S: Spawner> {
 pub(crate) struct ContextHead {
     /// The pool ([`AnyPool`]). First: the platform's thread-local slot holds a pointer to the
     /// context, and a lookup reads this field to learn whose it is before knowing the spawner
-    /// type (`Inner::current_context`; the blocking pool's threads store a pointer to a struct
-    /// whose first field is a pointer too, never equal to a pool's).
+    /// type ([`pool_of`](Self::pool_of)).
     pub(crate) pool: AnyPool,
     /// The `join`s and forks running on this thread, with their latent frames and the
     /// worker's demand word (`scheduler::frame`).
@@ -154,6 +153,26 @@ impl ContextHead {
     #[inline(always)]
     pub(crate) fn is_hungry(&self) -> bool {
         self.frames.demand().is_hungry()
+    }
+
+    /// The pool whose worker this thread is, from its current-worker pointer `cx`
+    /// ([`Spawner::current_worker`]): the first word of what it points to, a context's `pool`.
+    /// `None` for null, and for a blocking pool's thread, whose pointer points to a null word
+    /// (`blocking::Inner::thread_mark`).
+    ///
+    /// # Safety
+    /// `cx` was read on this thread from the current-worker slot of a platform whose pools
+    /// are all this crate's.
+    #[inline(always)]
+    pub(crate) unsafe fn pool_of(cx: *const ()) -> Option<AnyPool> {
+        if cx.is_null() {
+            return None;
+        }
+        // SAFETY: stored by a pool's `worker_main` (a `WorkerContext<_>` in its frame, live
+        // while the thread runs the pool's loop, which encloses everything this thread runs
+        // meanwhile) or by a blocking pool's thread (its pool's mark, live while the thread
+        // runs); both a pointer-sized first word, an `AnyPool` or null.
+        unsafe { *cx.cast::<Option<AnyPool>>() }
     }
 
     /// The head of the context behind `cx`, a pointer to a `WorkerContext` of any platform
@@ -392,25 +411,31 @@ impl<S: Spawner> WorkerContext<S> {
         }
     }
 
-    /// Waits on this worker until `until`'s signal is set: the one waiting loop
-    /// (`Inner::run_until`), then the few instructions a setter may still spend before it
-    /// stores SET (`latch.rs`: the waiter returns only after SET).
+    /// Waits on this worker until `until`'s signal is set (true), or its deadline passed
+    /// (false): the one waiting loop (`Inner::run_until`), then the few instructions a setter
+    /// may still spend before it stores SET (`latch.rs`: the waiter returns only after SET).
     ///
     /// First it runs its own newest forks inline while they are latent task frames (the forks
     /// of the code that waits: `pool_fork` + `pool_latch_wait` never touches the join deque
     /// unless a thief wanted a fork). If the signal is still not set and a latent task frame
     /// is left (under a job frame, which only its join may pop), every latent frame goes to
     /// the join deque before the loop, where this wait and other workers find them.
-    pub(crate) fn wait_until(&self, until: super::job::Until<'_>) {
+    pub(crate) fn wait_until(&self, until: super::job::Until<'_>) -> bool {
         self.run_latent_forks(|| !until.signal.is_set());
-        if until.signal.is_set() {
-            return;
+        if !until.signal.is_set() {
+            if self.head.frames.latent() > 0 && self.head.frames.has_latent_task() {
+                self.offer_all_latent();
+            }
+            self.inner().run_until(self, Some(until));
+            // Not being set: the deadline passed. The worker's waker goes, unless the setter
+            // has it already.
+            // SAFETY: this wait is the signal's one waiter.
+            if !until.signal.is_setting() && unsafe { until.signal.withdraw() } {
+                return false;
+            }
+            until.signal.spin_until_set();
         }
-        if self.head.frames.latent() > 0 && self.head.frames.has_latent_task() {
-            self.offer_all_latent();
-        }
-        self.inner().run_until(self, Some(until));
-        until.signal.spin_until_set();
+        true
     }
 
     /// Waits on this worker until every unit of `latch` is done (`ThreadPool::wait_for_latch`):
@@ -420,7 +445,7 @@ impl<S: Spawner> WorkerContext<S> {
     pub(crate) fn wait_for_latch(&self, latch: &crate::CountLatch) {
         self.run_latent_forks(|| !latch.only_open());
         if let Some(signal) = latch.close() {
-            self.wait_until(super::job::Until { signal, thief: None });
+            self.wait_until(super::job::Until { signal, thief: None, deadline: None });
         }
     }
 
@@ -461,21 +486,12 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn current_context(&self) -> Option<&WorkerContext<S>> {
         let cx = self.spawner.current_worker();
-        if cx.is_null() {
-            return None;
-        }
-        // A non-null current worker was stored on this thread by some pool's `worker_main` (a
-        // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
-        // encloses everything this thread runs meanwhile) or by a blocking pool (a struct with
-        // the same first field).
-        // SAFETY: both are repr(C) with a pointer first, so reading that field is valid
-        // whatever the type.
-        let pool = unsafe { *cx.cast::<*const ()>() };
-        if pool != ptr::from_ref(&self.ops).cast() {
+        // SAFETY: read from this pool's platform, on this thread.
+        if unsafe { ContextHead::pool_of(cx) } != Some(self.any()) {
             return None;
         }
         // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
-        // this thread's (the slot is thread-local) and outlives this call (see above).
+        // this thread's (the slot is thread-local) and outlives this call (`pool_of`).
         Some(unsafe { &*cx.cast::<WorkerContext<S>>() })
     }
 }

@@ -71,15 +71,18 @@ impl JobHeader {
     pub(crate) unsafe fn until<'a>(&self, signal: &'a Signal) -> Until<'a> {
         // SAFETY: the caller's contract.
         let thief = unsafe { self.offered() }.thief.load(Ordering::Relaxed).checked_sub(1);
-        Until { signal, thief }
+        Until { signal, thief, deadline: None }
     }
 }
 
 /// What a wait waits for: a signal, and, when it is a stolen join half's, the worker that stole
-/// it (whose join deque holds the forks of that half: related work, "leapfrogging").
+/// it (whose join deque holds the forks of that half: related work, "leapfrogging"); at most
+/// until a deadline, if it has one.
 #[derive(Clone, Copy)]
 pub(crate) struct Until<'a> {
     pub(crate) signal: &'a Signal,
     /// Index of the worker running the awaited job, if known.
     pub(crate) thief: Option<usize>,
+    /// When the wait gives up: ns on the pool's clock (`Spawner::now_ns`).
+    pub(crate) deadline: Option<u64>,
 }

@@ -246,21 +246,26 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn wait_for(&self, signal: &crate::Signal) {
-        self.wait_until(Until { signal, thief: None });
+        self.wait_until(Until { signal, thief: None, deadline: None });
     }
 
-    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half).
-    pub(crate) fn wait_until(&self, until: Until<'_>) {
+    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half), and
+    /// when to give up: true once the signal is set, false if the deadline passed first.
+    pub(crate) fn wait_until(&self, until: Until<'_>) -> bool {
         let signal = until.signal;
         if signal.is_set() {
-            return;
+            return true;
         }
         match self.current_worker() {
             Some(cx) => cx.wait_until(until),
-            // Waits for SET in `parker`'s scope: after SETTING the setter may still be inside
-            // its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz target under
-            // ASan).
-            None => { signal.wait(&self.inner().spawner.new_parker(), None); }
+            // The one parked wait (`latch`, "Waiting"); it waits for SET in `parker`'s scope:
+            // after SETTING the setter may still be inside its `unpark`
+            // (tests/waiter_parker.rs; found by the capi_ops fuzz target under ASan).
+            None => {
+                let spawner = &self.inner().spawner;
+                let now = || spawner.now_ns();
+                signal.wait(&spawner.new_parker(), until.deadline.map(|at| (at, &now as &dyn Fn() -> Option<u64>)))
+            }
         }
     }
 
