@@ -356,5 +356,5 @@ where
     // read, a waker left in the join signal.
     let _ = catch(move || drop(cell));
     // SAFETY: once per task, last.
-    unsafe { sched.release() };
+    unsafe { (sched.ops().release)(sched) };
 }

@@ -198,7 +198,7 @@ impl Header {
         // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
         let h = unsafe { header.as_ref() };
         // SAFETY: forwarded contract.
-        if unsafe { h.sched.schedule(Header::task(header), lifo) }.is_err() {
+        if unsafe { (h.sched.ops().schedule)(h.sched, Header::task(header), lifo) }.is_err() {
             // SAFETY: refused, so SCHEDULED and the reference are still ours.
             unsafe { (h.vtable.cancel_scheduled)(header) };
         }

@@ -76,7 +76,7 @@ impl<T> JoinHandle<T> {
             // are the join signal's one waiter. The wait returns once the signal is set.
             unsafe {
                 let h = header.as_ref();
-                h.sched.wait(&h.join);
+                (h.sched.ops().wait)(h.sched, &h.join);
             }
         }
         debug_assert!(Header::is_complete(header));

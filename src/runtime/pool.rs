@@ -95,28 +95,10 @@ pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 // SAFETY: `schedule` is the table's (the pool's submit: Ok = runs exactly once); `Inner` lives
 // until the table's `release` dropped the last task reference (and the handle's).
 unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
-    // A task woken during its own poll (`lifo == false`) is re-queued on the worker that
-    // polled it, at the back of its ring, with the cheap notification (`notify_join`: a real
-    // notify only when a thread is idle or may be started and no wake is in flight; one
-    // Relaxed load otherwise). This worker is awake and goes straight back to its queues, so it
-    // runs the task itself if nobody steals it: a missed wake-up costs parallelism, never
-    // progress (`scheduler/README.md`, "Self-requeued tasks"), and the busy path of every
-    // yield has no `notify` fence.
-    //
-    // Always inlined: that re-queue runs inside `harness::run`, and a call here cost ~20
-    // instructions of prologue and epilogue per yield (callgrind, `examples/yield_probe`).
-    // Everything else is the table's `schedule`, out of line.
+    /// Inlined into the harness's poll: its re-queue of a task woken during its own poll is the
+    /// yield path (`Inner::schedule_of`).
     #[inline(always)]
     unsafe fn schedule(sched: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
-        if !lifo {
-            // SAFETY: the task holds a reference on the pool, erased from an `Inner<S>`.
-            let inner = unsafe { Inner::<S>::unerase(sched).as_ref() };
-            if let Some(me) = inner.current_context() {
-                inner.push_ring(me, task);
-                inner.notify_join();
-                return Ok(());
-            }
-        }
         // SAFETY: forwarded contract.
         unsafe { Inner::<S>::schedule_of(sched, task, lifo) }
     }

@@ -27,7 +27,6 @@
 //!   (a worker context, a job).
 //! * `ops` is written once, when the pool is built, and never changes.
 
-use core::fmt;
 use core::ptr::NonNull;
 
 use crate::latch::Signal;
@@ -66,14 +65,6 @@ unsafe impl Send for AnyPool {}
 // SAFETY: as above.
 unsafe impl Sync for AnyPool {}
 
-impl fmt::Debug for AnyPool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AnyPool").field(&self.0).finish()
-    }
-}
-
-/// # Safety (every method)
-/// The pool is live (module invariants).
 impl AnyPool {
     /// A pool from a pointer to its `ops` field (for a model's own scheduler).
     ///
@@ -91,52 +82,11 @@ impl AnyPool {
         self.0
     }
 
+    /// The pool's table. Its functions take the pool they were reached from, and every one is
+    /// `unsafe` for the module invariants: the pool is live.
     #[inline(always)]
-    fn ops(self) -> &'static PoolOps {
+    pub(crate) fn ops(self) -> &'static PoolOps {
         // SAFETY: written once when the pool was built (module invariants).
         unsafe { *self.0.as_ptr() }
-    }
-
-    /// [`PoolOps::schedule`].
-    #[inline]
-    pub(crate) unsafe fn schedule(self, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().schedule)(self, task, lifo) }
-    }
-
-    /// [`PoolOps::wait`].
-    pub(crate) unsafe fn wait(self, signal: &Signal) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().wait)(self, signal) }
-    }
-
-    /// [`PoolOps::timers`].
-    pub(crate) unsafe fn timers<'a>(self) -> &'a Timers {
-        // SAFETY: the caller's contract; the wheel lives as long as the pool.
-        unsafe { (self.ops().timers)(self).as_ref() }
-    }
-
-    /// [`PoolOps::now_ns`].
-    pub(crate) unsafe fn now_ns(self) -> Option<u64> {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().now_ns)(self) }
-    }
-
-    /// [`PoolOps::kick`].
-    pub(crate) unsafe fn kick(self) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().kick)(self) }
-    }
-
-    /// [`PoolOps::acquire`].
-    pub(crate) unsafe fn acquire(self) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().acquire)(self) }
-    }
-
-    /// [`PoolOps::release`]: the caller gives up its reference, and the pool may be freed.
-    pub(crate) unsafe fn release(self) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.ops().release)(self) }
     }
 }

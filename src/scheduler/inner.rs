@@ -23,9 +23,14 @@ use crate::sync::{AtomicPtr, AtomicUsize, CachePadded, IdleSet, Ordering};
 use crate::timer::Timers;
 
 /// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
+///
+/// `repr(C)` with `ops` first: an [`AnyPool`] points to it, and is then the pool's own address
+/// (its functions' step back to the pool costs nothing, and a hot path that holds both keeps
+/// one register for them). The other fields keep the order they are declared in.
+#[repr(C)]
 pub(crate) struct Inner<S: Spawner> {
     /// This platform type's table (`any_pool.rs`): what an [`AnyPool`], which points here,
-    /// calls.
+    /// calls. Alone on its cache line (the next field is padded): read-only.
     pub(super) ops: &'static PoolOps,
     /// The waking protocol's state: the `Sync` word, the spinning count, the idle set, the
     /// timer role and `waits_released` (`protocol.rs`). First: the word is the line every

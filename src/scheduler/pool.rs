@@ -470,28 +470,44 @@ impl<S: Spawner> Drop for ThreadPool<S> {
 }
 
 impl<S: Spawner> Inner<S> {
-    /// The table's `schedule` (`any_pool.rs`): an async task woken on one of the pool's
-    /// workers goes to its LIFO slot (`lifo`) or the back of its ring; from anywhere else, to
-    /// the injector.
+    /// The table's `schedule` (`any_pool.rs`, and the runtime's `Schedule::schedule`): an
+    /// async task woken on one of the pool's workers goes to its LIFO slot (`lifo`: woken by
+    /// another task) or, re-queued by its own poll, to the back of its ring with the cheap
+    /// notification (`notify_join`: a missed wake-up costs parallelism, never progress, since
+    /// this worker goes straight back to its queues: `scheduler/README.md`, "Self-requeued
+    /// tasks"); from anywhere else, to the injector. Always inlined: the re-queue is the yield
+    /// path, inside the harness's poll (a call cost ~20 instructions per yield, callgrind,
+    /// `examples/yield_probe`); the submit from outside is out of line.
     ///
     /// # Safety
     /// `pool` was erased from a live `Inner<S>`; the task meets `Schedule::schedule`'s
     /// contract.
+    #[inline(always)]
     pub(crate) unsafe fn schedule_of(pool: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
-        // SAFETY: the caller's contract; a non-owning handle (never dropped).
-        let pool = ManuallyDrop::new(ThreadPool::<S> { inner: unsafe { Self::unerase(pool) } });
-        if let Some(me) = pool.current_worker() {
-            let inner = pool.inner();
-            if lifo {
-                inner.schedule_woken(me, task);
-            } else {
-                inner.push_ring(me, task);
-                inner.notify_join();
-            }
-            return Ok(());
+        // SAFETY: the caller's contract.
+        let inner = unsafe { Self::unerase(pool).as_ref() };
+        let Some(me) = inner.current_context() else {
+            // SAFETY: as above.
+            return unsafe { Self::submit_of(pool, task) };
+        };
+        if lifo {
+            inner.schedule_woken(me, task);
+        } else {
+            inner.push_ring(me, task);
+            inner.notify_join();
         }
-        // SAFETY: the task meets the submit contract (`Schedule::schedule`'s).
-        unsafe { pool.submit(task) }.map_err(drop)
+        Ok(())
+    }
+
+    /// `schedule_of` from a thread that is not one of the pool's workers.
+    ///
+    /// # Safety
+    /// As `schedule_of`.
+    #[inline(never)]
+    unsafe fn submit_of(pool: AnyPool, task: NonNull<Task>) -> Result<(), ()> {
+        // SAFETY: the caller's contract; a non-owning handle (never dropped). The task meets the
+        // submit contract (`Schedule::schedule`'s).
+        unsafe { ManuallyDrop::new(ThreadPool::<S> { inner: Self::unerase(pool) }).submit(task) }.map_err(drop)
     }
 
     /// The table's `wait`: [`ThreadPool::wait_for`].
