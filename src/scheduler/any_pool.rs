@@ -15,7 +15,7 @@
 //!   `JoinHandle::join`, the reference released when the task is freed (the loom models'
 //!   hand-driven queue brings a table of its own).
 //!
-//! Not the C layer's slow fork and join of a `struct pool_job` (`capi::job`, `AnyWorker`):
+//! Not the C layer's slow fork and join of a `struct pool_job` (`capi::job`, `job_op`):
 //! they are the join layer's (`WorkerContext::fork_fn_slow`), which a table built here cannot
 //! name, so the C layer, which knows its two platform types, tells them apart by the
 //! context's `AnyPool` (one compare on that path, no indirect call).

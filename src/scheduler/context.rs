@@ -438,21 +438,10 @@ impl<S: Spawner> WorkerContext<S> {
         true
     }
 
-    /// Waits on this worker until every unit of `latch` is done (`ThreadPool::wait_for_latch`):
-    /// first it runs its own newest forks inline while they are latent task frames and units
-    /// are outstanding, so `pool_fork` + `pool_latch_wait` whose forks nobody stole finishes
-    /// with no read-modify-write on the latch (`CountLatch::close`); else as `wait_until`.
-    pub(crate) fn wait_for_latch(&self, latch: &crate::CountLatch) {
-        self.run_latent_forks(|| !latch.only_open());
-        if let Some(signal) = latch.close() {
-            self.wait_until(super::job::Until { signal, thief: None, deadline: None });
-        }
-    }
-
     /// Runs this worker's newest forks inline, newest first, while `pending` holds and the
     /// newest frame is a latent task frame (the forks of the code that waits).
     #[inline]
-    fn run_latent_forks(&self, pending: impl Fn() -> bool) {
+    pub(crate) fn run_latent_forks(&self, pending: impl Fn() -> bool) {
         while pending() {
             let Some(task) = self.head.frames.pop_latent_task() else { break };
             // A latent task frame was queued nowhere: popping it makes this its one run.

@@ -315,13 +315,14 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// Example: [`CountLatch`](crate::CountLatch).
     pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
-        match self.current_worker() {
-            Some(cx) => cx.wait_for_latch(latch),
-            None => {
-                if let Some(signal) = latch.close() {
-                    self.wait_for(signal);
-                }
-            }
+        // On a worker, its own newest forks first, while units are outstanding: `pool_fork` +
+        // `pool_latch_wait` whose forks nobody stole then finishes with no read-modify-write
+        // on the latch (`CountLatch::close`).
+        if let Some(cx) = self.current_worker() {
+            cx.run_latent_forks(|| !latch.only_open());
+        }
+        if let Some(signal) = latch.close() {
+            self.wait_for(signal);
         }
     }
 
