@@ -79,6 +79,10 @@ mod os;
 #[cfg_attr(docsrs, doc(cfg(feature = "capi")))]
 pub mod capi;
 
+/// The model platform of the shuttle scenarios (only in tests under `--cfg shuttle`).
+#[cfg(all(test, shuttle))]
+mod shuttle;
+
 /// Internals for the loom models in `tests/loom_*.rs` (only under `--cfg loom`; not API).
 #[cfg(loom)]
 #[doc(hidden)]
