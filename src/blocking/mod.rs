@@ -60,6 +60,8 @@ mod handle;
 mod inner;
 mod metrics;
 mod pool;
+#[cfg(all(test, shuttle))]
+mod shuttle;
 mod slot;
 mod task;
 mod thread;
