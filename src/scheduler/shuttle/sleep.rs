@@ -69,3 +69,40 @@ fn shuttle_external_producers_two_workers() {
     check_pct("producers_2_workers_spin_2", 300, 5, || external_producers(2, 2, 2, 3));
     check_random("producers_2_workers_spin_0", 300, || external_producers(2, 0, 2, 3));
 }
+
+/// Both workers of a pool of 2 started and idle, then bursts from two producers outside (two
+/// tasks each, two rounds, the main thread waiting after each): the shape in which
+/// `futex_parker_pool` hung under ThreadSanitizer (both workers parked with tasks queued).
+fn bursts_into_two_idle_workers() {
+    let pool = Arc::new(pool(2, 0, ShuttleSpawner::new()));
+    let warm = Tally::new(2);
+    submit(&pool, &warm, 0);
+    submit(&pool, &warm, 1);
+    warm.wait_for(2);
+    let tally = Tally::new(8);
+    for round in 0..2 {
+        let threads: Vec<_> = (0..2)
+            .map(|p| {
+                let (pool, tally) = (pool.clone(), tally.clone());
+                shuttle::thread::spawn(move || {
+                    let first = 4 * round + 2 * p;
+                    submit(&pool, &tally, first);
+                    submit(&pool, &tally, first + 1);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        tally.wait_for(4 * round + 4);
+    }
+    shutdown(&pool);
+    tally.assert_all_once();
+}
+
+#[test]
+fn shuttle_bursts_into_two_idle_workers() {
+    check_pct("bursts_2_workers", 3_000, 4, bursts_into_two_idle_workers);
+    check_pct("bursts_2_workers_depth_6", 3_000, 6, bursts_into_two_idle_workers);
+    check_random("bursts_2_workers", 3_000, bursts_into_two_idle_workers);
+}
