@@ -154,12 +154,12 @@ fn rounds_racing_the_exit() {
 
 #[test]
 fn shuttle_blocking_keep_alive() {
-    check_pct("blocking_rounds_racing_the_exit", 3_000, 4, rounds_racing_the_exit);
-    check_random("blocking_rounds_racing_the_exit", 3_000, rounds_racing_the_exit);
-    check_pct("blocking_keep_alive_at_once_1", 3_000, 4, || submits_racing_keep_alive(1, Timeouts::AtOnce));
-    check_pct("blocking_keep_alive_at_once_2", 3_000, 4, || submits_racing_keep_alive(2, Timeouts::AtOnce));
-    check_pct("blocking_keep_alive_never_1", 3_000, 4, || submits_racing_keep_alive(1, Timeouts::Never));
-    check_random("blocking_keep_alive_at_once_2", 1_000, || submits_racing_keep_alive(2, Timeouts::AtOnce));
+    check_pct("blocking_rounds_racing_the_exit", 60_000, 4, rounds_racing_the_exit);
+    check_random("blocking_rounds_racing_the_exit", 40_000, rounds_racing_the_exit);
+    check_pct("blocking_keep_alive_at_once_1", 60_000, 4, || submits_racing_keep_alive(1, Timeouts::AtOnce));
+    check_pct("blocking_keep_alive_at_once_2", 60_000, 4, || submits_racing_keep_alive(2, Timeouts::AtOnce));
+    check_pct("blocking_keep_alive_never_1", 60_000, 4, || submits_racing_keep_alive(1, Timeouts::Never));
+    check_random("blocking_keep_alive_at_once_2", 20_000, || submits_racing_keep_alive(2, Timeouts::AtOnce));
 }
 
 /// Shutdown racing a submit from outside and the only thread's keep-alive exit: the mandatory
@@ -189,5 +189,5 @@ fn shutdown_racing_submit_and_exit() {
 
 #[test]
 fn shuttle_blocking_shutdown_racing_submit_and_exit() {
-    check_pct("blocking_shutdown_racing", 3_000, 4, shutdown_racing_submit_and_exit);
+    check_pct("blocking_shutdown_racing", 60_000, 4, shutdown_racing_submit_and_exit);
 }

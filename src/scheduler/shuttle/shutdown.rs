@@ -37,9 +37,9 @@ fn submits_racing_shutdown(workers: usize) {
 
 #[test]
 fn shuttle_submits_racing_shutdown() {
-    check_pct("submits_racing_shutdown_1", 3_000, 4, || submits_racing_shutdown(1));
-    check_pct("submits_racing_shutdown_2", 3_000, 4, || submits_racing_shutdown(2));
-    check_random("submits_racing_shutdown_2", 1_000, || submits_racing_shutdown(2));
+    check_pct("submits_racing_shutdown_1", 60_000, 4, || submits_racing_shutdown(1));
+    check_pct("submits_racing_shutdown_2", 60_000, 4, || submits_racing_shutdown(2));
+    check_random("submits_racing_shutdown_2", 20_000, || submits_racing_shutdown(2));
 }
 
 /// A delayed task that submits a child to its own pool, then waits (inside itself) for a
@@ -105,6 +105,6 @@ fn drain_with_a_wait_inside_a_task() {
 
 #[test]
 fn shuttle_drain_with_a_wait_inside_a_task() {
-    check_pct("drain_with_a_wait_inside", 3_000, 4, drain_with_a_wait_inside_a_task);
-    check_random("drain_with_a_wait_inside", 1_000, drain_with_a_wait_inside_a_task);
+    check_pct("drain_with_a_wait_inside", 60_000, 4, drain_with_a_wait_inside_a_task);
+    check_random("drain_with_a_wait_inside", 20_000, drain_with_a_wait_inside_a_task);
 }

@@ -24,9 +24,9 @@ fn submit_racing_sleep(idle_spins: u32) {
 
 #[test]
 fn shuttle_submit_racing_the_last_worker_going_idle() {
-    check_pct("submit_racing_sleep_spin_0", 600, 4, || submit_racing_sleep(0));
-    check_pct("submit_racing_sleep_spin_2", 600, 4, || submit_racing_sleep(2));
-    check_random("submit_racing_sleep_spin_2", 300, || submit_racing_sleep(2));
+    check_pct("submit_racing_sleep_spin_0", 40_000, 4, || submit_racing_sleep(0));
+    check_pct("submit_racing_sleep_spin_2", 40_000, 4, || submit_racing_sleep(2));
+    check_random("submit_racing_sleep_spin_2", 20_000, || submit_racing_sleep(2));
 }
 
 /// `producers` threads outside a pool of `workers` submit `per` tasks each (one at a time),
@@ -57,17 +57,17 @@ fn external_producers(workers: usize, idle_spins: u32, producers: usize, per: us
 
 #[test]
 fn shuttle_external_producers_one_worker() {
-    check_pct("producers_1_worker_spin_0", 400, 4, || external_producers(1, 0, 2, 3));
-    check_pct("producers_1_worker_spin_0_depth_6", 300, 6, || external_producers(1, 0, 2, 3));
-    check_pct("producers_1_worker_spin_2", 300, 4, || external_producers(1, 2, 2, 3));
-    check_random("producers_1_worker_spin_0", 300, || external_producers(1, 0, 2, 3));
+    check_pct("producers_1_worker_spin_0", 40_000, 4, || external_producers(1, 0, 2, 3));
+    check_pct("producers_1_worker_spin_0_depth_6", 20_000, 6, || external_producers(1, 0, 2, 3));
+    check_pct("producers_1_worker_spin_2", 20_000, 4, || external_producers(1, 2, 2, 3));
+    check_random("producers_1_worker_spin_0", 20_000, || external_producers(1, 0, 2, 3));
 }
 
 #[test]
 fn shuttle_external_producers_two_workers() {
-    check_pct("producers_2_workers_spin_0", 400, 4, || external_producers(2, 0, 2, 3));
-    check_pct("producers_2_workers_spin_2", 300, 5, || external_producers(2, 2, 2, 3));
-    check_random("producers_2_workers_spin_0", 300, || external_producers(2, 0, 2, 3));
+    check_pct("producers_2_workers_spin_0", 40_000, 4, || external_producers(2, 0, 2, 3));
+    check_pct("producers_2_workers_spin_2", 20_000, 5, || external_producers(2, 2, 2, 3));
+    check_random("producers_2_workers_spin_0", 20_000, || external_producers(2, 0, 2, 3));
 }
 
 /// Both workers of a pool of 2 started and idle, then bursts from two producers outside (two
@@ -102,7 +102,7 @@ fn bursts_into_two_idle_workers() {
 
 #[test]
 fn shuttle_bursts_into_two_idle_workers() {
-    check_pct("bursts_2_workers", 3_000, 4, bursts_into_two_idle_workers);
-    check_pct("bursts_2_workers_depth_6", 3_000, 6, bursts_into_two_idle_workers);
-    check_random("bursts_2_workers", 3_000, bursts_into_two_idle_workers);
+    check_pct("bursts_2_workers", 40_000, 4, bursts_into_two_idle_workers);
+    check_pct("bursts_2_workers_depth_6", 20_000, 6, bursts_into_two_idle_workers);
+    check_random("bursts_2_workers", 20_000, bursts_into_two_idle_workers);
 }

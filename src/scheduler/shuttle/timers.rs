@@ -67,8 +67,8 @@ fn timer_role_handed_on() {
 
 #[test]
 fn shuttle_timer_role_handed_on() {
-    check_pct("timer_role_handed_on", 2_000, 4, timer_role_handed_on);
-    check_random("timer_role_handed_on", 1_000, timer_role_handed_on);
+    check_pct("timer_role_handed_on", 40_000, 4, timer_role_handed_on);
+    check_random("timer_role_handed_on", 20_000, timer_role_handed_on);
 }
 
 /// A model I/O driver: one readiness event and its waiter. `park` blocks until unparked or
@@ -184,7 +184,7 @@ fn worker_parked_in_the_driver(workers: usize) {
 
 #[test]
 fn shuttle_worker_parked_in_the_io_driver() {
-    check_pct("driver_1_worker", 2_000, 4, || worker_parked_in_the_driver(1));
-    check_pct("driver_2_workers", 2_000, 4, || worker_parked_in_the_driver(2));
-    check_random("driver_2_workers", 1_000, || worker_parked_in_the_driver(2));
+    check_pct("driver_1_worker", 40_000, 4, || worker_parked_in_the_driver(1));
+    check_pct("driver_2_workers", 40_000, 4, || worker_parked_in_the_driver(2));
+    check_random("driver_2_workers", 20_000, || worker_parked_in_the_driver(2));
 }

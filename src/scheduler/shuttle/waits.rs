@@ -40,9 +40,9 @@ fn wait_inside_a_task(idle_spins: u32) {
 
 #[test]
 fn shuttle_wait_inside_a_task_hands_on_a_consumed_notification() {
-    check_pct("wait_inside_a_task_spin_0", 3_000, 4, || wait_inside_a_task(0));
-    check_pct("wait_inside_a_task_spin_1", 3_000, 5, || wait_inside_a_task(1));
-    check_random("wait_inside_a_task_spin_0", 2_000, || wait_inside_a_task(0));
+    check_pct("wait_inside_a_task_spin_0", 60_000, 4, || wait_inside_a_task(0));
+    check_pct("wait_inside_a_task_spin_1", 40_000, 5, || wait_inside_a_task(1));
+    check_random("wait_inside_a_task_spin_0", 40_000, || wait_inside_a_task(0));
 }
 
 /// A join from outside a pool of 2 (`install`): the worker that runs it records its second
@@ -74,6 +74,6 @@ fn join_promotion_racing_an_idle_worker() {
 
 #[test]
 fn shuttle_join_promotion_racing_an_idle_worker() {
-    check_pct("join_promotion", 3_000, 4, join_promotion_racing_an_idle_worker);
-    check_random("join_promotion", 1_000, join_promotion_racing_an_idle_worker);
+    check_pct("join_promotion", 60_000, 4, join_promotion_racing_an_idle_worker);
+    check_random("join_promotion", 20_000, join_promotion_racing_an_idle_worker);
 }
