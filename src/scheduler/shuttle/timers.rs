@@ -188,3 +188,26 @@ fn shuttle_worker_parked_in_the_io_driver() {
     check_pct("driver_2_workers", 40_000, 4, || worker_parked_in_the_driver(2));
     check_random("driver_2_workers", 20_000, || worker_parked_in_the_driver(2));
 }
+
+/// A task waits for I/O that never comes when the pool shuts down: shutdown tells the driver
+/// (`Driver::shutdown`, beside the timers' fire in `release_waits`), which wakes its waiters,
+/// so the task ends (the closing pool cancels it, or its poll sees the driver closed) and its
+/// handle's `join` from outside returns. A driver never told leaves the task suspended and the
+/// `join` waiting for ever (VERIFY.md's table: tasks waiting on `pool::net` sockets).
+fn shutdown_ends_an_io_wait(workers: usize) {
+    let pool = pool(workers, 0, ShuttleSpawner::new());
+    let io = Arc::new(ModelIo::default());
+    pool.set_driver(Box::new(io.clone())).unwrap();
+    let r = Readable(io.clone());
+    let handle = pool.spawn_future(async move { r.await }).unwrap();
+    shutdown(&pool);
+    if let Ok(ready) = handle.join() {
+        assert!(!ready, "no event was fired");
+    }
+}
+
+#[test]
+fn shuttle_shutdown_ends_an_io_wait() {
+    check_pct("shutdown_ends_an_io_wait_1", 40_000, 4, || shutdown_ends_an_io_wait(1));
+    check_pct("shutdown_ends_an_io_wait_2", 20_000, 4, || shutdown_ends_an_io_wait(2));
+}
