@@ -10,8 +10,8 @@
 //!   wheel tick) returns at once; a longer timeout with a model clock waits until the clock
 //!   passes its deadline, and without one expires at once or never, as the scenario says.
 //! * [`ShuttleSpawner`]: shuttle threads, joined by `join_all` (the handle is recorded under a
-//!   lock the new thread takes before it runs the pool's code, as `ThreadSpawner` does), a
-//!   spawn budget for failures, the current-worker slot in a shuttle thread-local.
+//!   lock the new thread takes before it runs the pool's code, as `ThreadSpawner` does), and
+//!   the current-worker slot in a shuttle thread-local.
 //! * [`ShuttleClock`]: nanoseconds that only the scenario moves ([`ShuttleSpawner::advance_to`]).
 //! * [`Tally`]: tasks that count their runs, and a wait for all of them that blocks (so a task
 //!   that never runs is a deadlock, not a spin).
@@ -149,28 +149,20 @@ pub(crate) struct ShuttleSpawner {
     handles: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spawned: StdAtomicUsize,
     joined: StdAtomicUsize,
-    /// Spawns allowed before `spawn` starts failing.
-    budget: usize,
     clock: Option<Arc<ShuttleClock>>,
     timeouts: Timeouts,
 }
 
 impl ShuttleSpawner {
-    /// Unlimited spawns, no clock, long timeouts expiring at once.
+    /// No clock, long timeouts expiring at once.
     pub(crate) fn new() -> Self {
         Self {
             handles: Arc::new(Mutex::new(Vec::new())),
             spawned: StdAtomicUsize::new(0),
             joined: StdAtomicUsize::new(0),
-            budget: usize::MAX,
             clock: None,
             timeouts: Timeouts::AtOnce,
         }
-    }
-
-    /// At most `budget` successful spawns.
-    pub(crate) fn with_budget(self, budget: usize) -> Self {
-        Self { budget, ..self }
     }
 
     /// Long timeouts (no clock) as `timeouts` says.
@@ -219,9 +211,6 @@ unsafe impl Spawner for ShuttleSpawner {
 
     fn spawn(&self, start: ThreadStart, _stack_size: usize) -> Result<(), SpawnError> {
         let mut handles = self.handles.lock().unwrap();
-        if self.spawned.load(StdOrdering::SeqCst) >= self.budget {
-            return Err(SpawnError);
-        }
         let gate = self.handles.clone();
         let handle = shuttle::thread::spawn(move || {
             drop(gate.lock().unwrap());

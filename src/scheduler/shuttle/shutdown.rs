@@ -79,7 +79,7 @@ unsafe extern "C" fn run_parent(task: *mut Task) {
 /// again rather than park for it (the hang of that fix's first version).
 fn drain_with_a_wait_inside_a_task() {
     let pool = Arc::new(pool(1, 0, ShuttleSpawner::new().with_clock()));
-    let parent = Arc::new(Parent {
+    let parent = std::boxed::Box::new(Parent {
         task: Task::new(run_parent),
         pool: Shared::new(&*pool),
         started: Arc::new(Gate::default()),

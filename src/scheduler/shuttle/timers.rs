@@ -115,7 +115,7 @@ impl Driver for ModelIo {
     fn park(&self, _timeout: Option<Duration>) {
         {
             let mut st = self.state.lock().unwrap();
-            while !st.token && !(st.ready && st.waiter.is_some()) {
+            while !(st.token || st.ready && st.waiter.is_some()) {
                 st = self.cond.wait(st).unwrap();
             }
             st.token = false;
@@ -199,7 +199,7 @@ fn shutdown_ends_an_io_wait(workers: usize) {
     let io = Arc::new(ModelIo::default());
     pool.set_driver(Box::new(io.clone())).unwrap();
     let r = Readable(io.clone());
-    let handle = pool.spawn_future(async move { r.await }).unwrap();
+    let handle = pool.spawn_future(r).unwrap();
     shutdown(&pool);
     if let Ok(ready) = handle.join() {
         assert!(!ready, "no event was fired");
