@@ -4,12 +4,12 @@ table in today's code. For each: apply it (`git apply`), run the shuttle scenari
 "FAILED at iteration N"), and revert it (`git apply -R`). Fails loudly when a patch no longer
 applies, when the planted code does not build, or when a plant is not caught.
 
-Usage: python3 scripts/plants/shuttle.py [NAME-SUBSTRING]   (POOL_SHUTTLE_SCALE: default 10)
+Usage: python3 scripts/plants/shuttle.py [NAME-SUBSTRING]   (POOL_SHUTTLE_SCALE: default 1)
 """
 import glob, os, re, subprocess, sys, time
 
 only = sys.argv[1] if len(sys.argv) > 1 else None
-env = dict(os.environ, RUSTFLAGS="--cfg shuttle", POOL_SHUTTLE_SCALE=os.environ.get("POOL_SHUTTLE_SCALE", "10"))
+env = dict(os.environ, RUSTFLAGS="--cfg shuttle", POOL_SHUTTLE_SCALE=os.environ.get("POOL_SHUTTLE_SCALE", "1"))
 results = []
 for patch in sorted(glob.glob("scripts/plants/shuttle/*.patch")):
     name = os.path.basename(patch)[: -len(".patch")]
