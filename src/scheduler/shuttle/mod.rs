@@ -7,11 +7,13 @@
 //! every thread was joined.
 //!
 //! * `sleep`: a submit racing the last worker going idle (spin on and off); producers outside
-//!   the pool with one and two workers (the `futex_parker_pool` shape).
+//!   the pool with one and two workers (the `futex_parker_pool` shape); bursts into two idle
+//!   workers (the try-lock hand-off, and the lost wake-up its own look caused).
 //! * `waits`: a wait inside a task that consumes a notification; a join whose promotion races
 //!   an idle worker.
 //! * `timers`: the timer role handed on when its holder leaves idle; a worker parked in the
-//!   I/O driver while work arrives and its own dispatch wakes a task.
+//!   I/O driver while work arrives and its own dispatch wakes a task; shutdown ending a task's
+//!   I/O wait.
 //! * `shutdown`: submits racing shutdown (a push half-linked when the workers leave); a
 //!   delayed task fired by shutdown's drain while a wait inside a task takes the drain's unpark.
 //!
