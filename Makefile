@@ -151,6 +151,7 @@ test-shuttle:
 
 verify-plants:
 	python3 scripts/plants/shuttle.py
+	python3 scripts/plants/protocol_table.py
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
