@@ -3,11 +3,12 @@
 #   make            build libpool.a and libpool.so (target/release/)
 #   make header     copy the generated header over include/pool.h (check-header compares)
 #   make demo       build everything and run a real workload on the pool from C
-#   make test       every test: Rust, C, C++, Zig, loom, Miri, sanitizers, no_std builds,
+#   make test       every test: Rust, C, C++, Zig, loom, shuttle, Miri, sanitizers, no_std builds,
 #                   install, header freshness, the benchmark crate compiles (bounded: CI
 #                   runs exactly this). It first runs `make tools`, which installs what the
 #                   suites need or fails naming it: no suite is skipped.
-#   make verify     the long versions (soak, more loom preemptions, longer sanitizer runs)
+#   make verify     the long versions (soak, more loom preemptions, 10x shuttle iterations and
+#                   the shuttle plants, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
 #   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
 
@@ -23,7 +24,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-c-asan test-tsan verify-tsan-loop test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -152,6 +153,21 @@ verify-tsan-loop: tool-nightly
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --lib loom
 
+# Randomised schedules (shuttle's PCT at depth 4-6, and its uniform random scheduler) over whole
+# pools, in the places where wake-ups were lost before (`mod shuttle` beside the code; VERIFY.md,
+# "Shuttle scenarios"). Each scenario prints its iterations and time. `make verify`: 10x the
+# iterations (POOL_SHUTTLE_SCALE), then `verify-plants`: every plant in scripts/plants/shuttle/
+# (a lost wake-up or hang of VERIFY.md's bug table, re-created in today's code) must be caught.
+SHUTTLE_SCALE ?= 1
+test-shuttle:
+	@echo "test-shuttle: POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) (iterations per scenario below)"
+	RUSTFLAGS="--cfg shuttle" POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) $(CARGO) test --release --lib \
+	  --target-dir target/shuttle shuttle_ -- --nocapture
+
+verify-plants:
+	python3 scripts/plants/shuttle.py
+	python3 scripts/plants/protocol_table.py
+
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
 	@set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
@@ -231,7 +247,7 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
+test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test
@@ -242,6 +258,8 @@ verify: test
 	POOL_SOAK_TASKS=100000000 $(CARGO) test --release --test stress soak_1e8 -- --ignored --nocapture
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --lib loom
+	$(MAKE) test-shuttle SHUTTLE_SCALE=10
+	$(MAKE) verify-plants
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
