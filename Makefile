@@ -3,11 +3,12 @@
 #   make            build libpool.a and libpool.so (target/release/)
 #   make header     copy the generated header over include/pool.h (check-header compares)
 #   make demo       build everything and run a real workload on the pool from C
-#   make test       every test: Rust, C, C++, Zig, loom, Miri, sanitizers, no_std builds,
+#   make test       every test: Rust, C, C++, Zig, loom, shuttle, Miri, sanitizers, no_std builds,
 #                   install, header freshness, the benchmark crate compiles (bounded: CI
 #                   runs exactly this). It first runs `make tools`, which installs what the
 #                   suites need or fails naming it: no suite is skipped.
-#   make verify     the long versions (soak, more loom preemptions, longer sanitizer runs)
+#   make verify     the long versions (soak, more loom preemptions, 10x shuttle iterations and
+#                   the shuttle plants, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
 #   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
 
@@ -23,7 +24,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-c-asan test-tsan test-loom test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -134,8 +135,38 @@ test-tsan: tool-nightly
 # The loom models: a `loom` module beside the code each one checks, compiled only under
 # cfg(all(test, loom)); under --cfg loom the library's other unit tests are compiled out, and the
 # `loom` filter names exactly the models.
+# The TSan build of the stress, latch, context, runtime, timers and blocking tests, TSAN_RUNS
+# times in a row at POOL_STRESS_SCALE=0.05: a lost wake-up that shows once in tens of runs
+# (each test has a watchdog, so a hang fails that run) fails this loop. Built once; each run
+# executes the test binaries directly. `make verify` runs 300.
+TSAN_RUNS ?= 300
+TSAN_LOOP_TESTS := stress latch context runtime timers blocking
+verify-tsan-loop: tool-nightly
+	RUSTFLAGS="-Zsanitizer=thread" $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu \
+	  --target-dir target/tsan --release $(foreach t,$(TSAN_LOOP_TESTS),--test $(t)) --no-run
+	@set -e; bins=""; for t in $(TSAN_LOOP_TESTS); do \
+	  b=$$(ls -t target/tsan/x86_64-unknown-linux-gnu/release/deps/$$t-* | grep -v '\.d$$' | head -n 1); bins="$$bins $$b"; done; \
+	for i in $$(seq 1 $(TSAN_RUNS)); do for b in $$bins; do \
+	  POOL_STRESS_SCALE=0.05 $$b -q > target/tsan/loop.log 2>&1 || { cat target/tsan/loop.log; echo "TSan loop: run $$i of $(TSAN_RUNS) failed ($$b)"; exit 1; }; \
+	done; echo "TSan loop: run $$i of $(TSAN_RUNS) ok"; done
+
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --lib loom
+
+# Randomised schedules (shuttle's PCT at depth 4-6, and its uniform random scheduler) over whole
+# pools, in the places where wake-ups were lost before (`mod shuttle` beside the code; VERIFY.md,
+# "Shuttle scenarios"). Each scenario prints its iterations and time. `make verify`: 10x the
+# iterations (POOL_SHUTTLE_SCALE), then `verify-plants`: every plant in scripts/plants/shuttle/
+# (a lost wake-up or hang of VERIFY.md's bug table, re-created in today's code) must be caught.
+SHUTTLE_SCALE ?= 1
+test-shuttle:
+	@echo "test-shuttle: POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) (iterations per scenario below)"
+	RUSTFLAGS="--cfg shuttle" POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) $(CARGO) test --release --lib \
+	  --target-dir target/shuttle shuttle_ -- --nocapture
+
+verify-plants:
+	python3 scripts/plants/shuttle.py
+	python3 scripts/plants/protocol_table.py
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
@@ -216,16 +247,19 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-loom test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
+test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test
 	$(MAKE) test-tsan TSAN_SCALE=1
+	$(MAKE) verify-tsan-loop TSAN_RUNS=300
 	$(MAKE) test-fuzz FUZZ_SECONDS=600
 	$(MAKE) test-cycles CYCLES=1000
 	POOL_SOAK_TASKS=100000000 $(CARGO) test --release --test stress soak_1e8 -- --ignored --nocapture
 	POOL_STRESS_SCALE=20 $(CARGO) test --release --test stress
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 $(CARGO) test --release --target-dir target/loom --lib loom
+	$(MAKE) test-shuttle SHUTTLE_SCALE=10
+	$(MAKE) verify-plants
 
 # Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.

@@ -82,6 +82,10 @@ pub mod capi;
 #[cfg(all(test, loom))]
 mod loom;
 
+// The shuttle scenarios' model platform; the scenarios sit beside their code.
+#[cfg(all(test, shuttle))]
+mod shuttle;
+
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(all(doctest, feature = "std"))]
 #[doc = include_str!("../README.md")]

@@ -61,6 +61,8 @@ mod inner;
 mod loom;
 mod metrics;
 mod pool;
+#[cfg(all(test, shuttle))]
+mod shuttle;
 mod slot;
 mod task;
 mod thread;

@@ -253,9 +253,9 @@ impl Signal {
                 spins += 1;
                 spin_hint();
             } else {
-                #[cfg(all(feature = "std", not(loom)))]
+                #[cfg(all(feature = "std", not(any(loom, shuttle))))]
                 std::thread::yield_now();
-                #[cfg(not(all(feature = "std", not(loom))))]
+                #[cfg(not(all(feature = "std", not(any(loom, shuttle)))))]
                 spin_hint();
             }
         }

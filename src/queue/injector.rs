@@ -14,7 +14,9 @@
 //!   swing `tail` with a CAS (not a swap, so the CLOSED bit is read and kept atomically with
 //!   the push; this makes "accepted" vs "refused after shutdown" a single linearisation point).
 //! * `head` (consumer end) is the consumer's cursor: the oldest unconsumed node (null = the
-//!   stub), or [`LOCKED`] while a consumer holds the queue.
+//!   stub), or [`locked()`] while a consumer holds the queue, [`contended()`] once another
+//!   consumer failed to take it meanwhile (that consumer may count on the holder to look at
+//!   the queue again after it unlocks: [`Consumer::unlock`] reports it, `has_ready` acts on it).
 //! * Nodes are linked oldest to newest through `Task::next`. The stub is a dummy node that lets
 //!   the consumer detach the last real node: it re-pushes the stub behind it.
 //!
@@ -64,6 +66,17 @@ fn locked() -> *mut Task {
     ptr::without_provenance_mut(0b1)
 }
 
+/// Value of `head` while a consumer holds the queue and another consumer failed to take it
+/// meanwhile (module docs). Never a task address.
+fn contended() -> *mut Task {
+    ptr::without_provenance_mut(0b11)
+}
+
+/// Whether `head` is held ([`locked()`] or [`contended()`]).
+fn is_held(head: *mut Task) -> bool {
+    head.addr() & 0b1 != 0
+}
+
 /// The unbounded intrusive MPSC queue with a try-locked consumer. See the module docs.
 pub(crate) struct Injector {
     producer: CachePadded<ProducerEnd>,
@@ -85,7 +98,7 @@ struct ProducerEnd {
 
 /// The consumers' cache line.
 struct ConsumerEnd {
-    /// Consumer cursor, or [`locked()`].
+    /// Consumer cursor, or [`locked()`] / [`contended()`].
     head: AtomicPtr<Task>,
     /// Tasks ever popped, less those prepended (wrapping). Written only by the lock holder
     /// (`add_owned`: one writer at a time, the lock's Release/Acquire ordering the writers).
@@ -203,7 +216,7 @@ impl Injector {
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         let head = self.consumer.head.load(Ordering::Acquire);
-        if head == locked() {
+        if is_held(head) {
             return false;
         }
         (head.is_null() || head == self.stub_ptr())
@@ -218,8 +231,22 @@ impl Injector {
     ///
     /// It takes the try-lock to look: without it, another consumer could pop the oldest node
     /// and its task could run and free it while we read its link (Miri found exactly that).
+    /// That hold is a lock like any other: a worker whose `try_lock` failed against it may
+    /// have gone to sleep counting on us to see what it was told about, so when one did
+    /// ([`Consumer::unlock`]), we look again (a lost wake-up otherwise: both workers asleep
+    /// with tasks queued; found by `make test-tsan` in `tests/stress.rs` `futex_parker_pool`
+    /// and by the shuttle scenario `bursts_into_two_idle_workers`). Each round needs another
+    /// consumer's failed `try_lock` during our look, so the loop ends.
     pub(crate) fn has_ready(&self) -> bool {
-        self.try_lock().is_some_and(|consumer| consumer.peek_ready())
+        loop {
+            let Some(consumer) = self.try_lock() else { return false };
+            if consumer.peek_ready() {
+                return true;
+            }
+            if !consumer.unlock() {
+                return false;
+            }
+        }
     }
 
     /// Whether the queue is empty *and* no push is half-way (its CAS on `tail` done, its link
@@ -231,7 +258,7 @@ impl Injector {
     /// accepted push: if it is still the stub (or null), nothing is in flight.
     pub(crate) fn is_settled_empty(&self) -> bool {
         let head = self.consumer.head.load(Ordering::Acquire);
-        if head == locked() {
+        if is_held(head) {
             return false;
         }
         let stub = self.stub_ptr();
@@ -241,13 +268,30 @@ impl Injector {
             && self.stub.load_next(Ordering::Acquire).is_null()
     }
 
+    /// The consumer end is held (`head`, read held): tells its holder that a `try_lock` failed
+    /// (module docs). `Err(actual)`: `head` changed first (unlocked: the caller tries again).
+    /// Release: what the caller knows (the pushes its notification stood for) is visible to
+    /// the holder, whose unlock reads the mark (AcqRel swap).
+    fn mark_contended(&self, head: *mut Task) -> Result<(), *mut Task> {
+        if head == contended() {
+            return Ok(());
+        }
+        self.consumer.head.compare_exchange(head, contended(), Ordering::Release, Ordering::Relaxed).map(|_| ())
+    }
+
     /// Takes the consumer end if it is free, whether the queue holds tasks or not: for a
     /// holder that prepends ([`Consumer::push_front`]).
     pub(crate) fn try_lock_even_empty(&self) -> Option<Consumer<'_>> {
         let mut head = self.consumer.head.load(Ordering::Relaxed);
         loop {
-            if head == locked() {
-                return None;
+            if is_held(head) {
+                match self.mark_contended(head) {
+                    Ok(()) => return None,
+                    Err(actual) => {
+                        head = actual;
+                        continue;
+                    }
+                }
             }
             // Acquire: as in `try_lock`.
             match self.consumer.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
@@ -262,8 +306,14 @@ impl Injector {
     pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
         let mut head = self.consumer.head.load(Ordering::Relaxed);
         loop {
-            if head == locked() {
-                return None;
+            if is_held(head) {
+                match self.mark_contended(head) {
+                    Ok(()) => return None,
+                    Err(actual) => {
+                        head = actual;
+                        continue;
+                    }
+                }
             }
             if (head.is_null() || head == self.stub_ptr())
                 && self.stub.load_next(Ordering::Acquire).is_null()
@@ -388,8 +438,16 @@ impl Consumer<'_> {
     }
 }
 
-impl Drop for Consumer<'_> {
-    fn drop(&mut self) {
+impl Consumer<'_> {
+    /// Unlocks; true if another consumer failed to take the queue meanwhile (it may count on
+    /// this holder to look again: `Injector::has_ready`).
+    pub(crate) fn unlock(self) -> bool {
+        let mut this = core::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// The unlock itself (`unlock`, `drop`).
+    fn release(&mut self) -> bool {
         if self.drained {
             // Empty: whatever `pushed` says now is all consumed (a push counted after its CAS
             // but not linked yet is missed: one task low). Drops any error producers' lost
@@ -399,8 +457,15 @@ impl Drop for Consumer<'_> {
             self.queue.consumer.popped.add_owned(self.popped);
         }
         let cursor = if self.cursor == self.queue.stub_ptr() { ptr::null_mut() } else { self.cursor };
-        // Release pairs with the next consumer's Acquire in `try_lock`.
-        self.queue.consumer.head.store(cursor, Ordering::Release);
+        // Release pairs with the next consumer's Acquire in `try_lock`; Acquire with a failed
+        // consumer's Release mark (`mark_contended`).
+        self.queue.consumer.head.swap(cursor, Ordering::AcqRel) == contended()
+    }
+}
+
+impl Drop for Consumer<'_> {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -21,7 +21,7 @@
 use core::cell::Cell;
 use core::ptr::NonNull;
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 std::thread_local! {
     static POLLING: Cell<usize> = const { Cell::new(0) };
 }
@@ -30,6 +30,12 @@ std::thread_local! {
 // self-wake path (and its re-queue without an RMW) like real threads do.
 #[cfg(loom)]
 loom::thread_local! {
+    static POLLING: Cell<usize> = Cell::new(0);
+}
+
+// Under shuttle, per shuttle thread (they all run on one OS thread), for the same reason.
+#[cfg(all(shuttle, not(loom)))]
+shuttle::thread_local! {
     static POLLING: Cell<usize> = Cell::new(0);
 }
 

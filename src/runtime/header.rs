@@ -90,10 +90,10 @@ pub(crate) struct Header {
 
 // Issue 7's footprint target: an async task's header costs at most 64 B beyond its future
 // (Task 16 + state 8 + vtable 8 + scheduler 8 + join signal 24 on 64-bit targets; half on
-// 32-bit). Loom's atomics are bigger, so the check is off under loom.
-#[cfg(all(not(loom), target_pointer_width = "64"))]
+// 32-bit). Loom's and shuttle's atomics are bigger, so the check is off under both.
+#[cfg(all(not(any(loom, shuttle)), target_pointer_width = "64"))]
 static_assertions::const_assert!(core::mem::size_of::<Header>() <= 64);
-#[cfg(all(not(loom), target_pointer_width = "32"))]
+#[cfg(all(not(any(loom, shuttle)), target_pointer_width = "32"))]
 static_assertions::const_assert!(core::mem::size_of::<Header>() <= 32);
 
 /// Where the future is in its life.

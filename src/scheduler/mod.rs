@@ -37,6 +37,8 @@ pub(crate) mod protocol;
 mod run;
 mod search;
 mod seeking;
+#[cfg(all(test, shuttle))]
+mod shuttle;
 pub(crate) mod sleep;
 mod spawn;
 pub(crate) mod timers;

@@ -317,8 +317,9 @@ impl<S: Spawner> Inner<S> {
     /// took the lock itself, or our re-check (after this fence) sees every push it was obliged
     /// to see. `has_ready` ignores a half-linked push (its pusher notifies after linking) and a
     /// lock taken since (that holder re-checks in turn): notifying for those made two workers
-    /// spin on each other's notifications until the pusher ran (loom). (Found by
-    /// `c_tests/stress.c`'s burst test; `scheduler/README.md` has the argument.)
+    /// spin on each other's notifications until the pusher ran (loom). Its own look holds the
+    /// lock too, and looks again when a worker failed against that hold (`has_ready`). (Found
+    /// by `c_tests/stress.c`'s burst test; `scheduler/README.md` step 4 has the argument.)
     fn after_injector_unlock(&self) {
         fence(Ordering::SeqCst);
         if self.injector.has_ready() {

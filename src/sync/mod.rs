@@ -2,6 +2,10 @@
 //!
 //! * `cfg(loom)`: loom's model-checked types, so the loom models (a `mod loom` beside the code
 //!   each one checks) can explore every interleaving.
+//! * `cfg(shuttle)`: shuttle's atomics, each access a scheduling point, so the whole-pool
+//!   scenarios (`mod shuttle` beside the code, `make test-shuttle`) run under shuttle's
+//!   randomised schedulers. Shuttle is sequentially consistent: its `fence` does nothing, and
+//!   orderings stay loom's to check. `UnsafeCell` and the event counters stay plain there.
 //! * otherwise: [`portable_atomic`], which is `core::sync::atomic` on targets that have the
 //!   instructions and an emulation (interrupt masking or `critical-section`) on targets without
 //!   compare-and-swap such as `thumbv6m-none-eabi` (see the crate features `single-core` and

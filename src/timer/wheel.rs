@@ -346,7 +346,7 @@ impl Timers {
         let mut spins = 0u32;
         self.wheel.lock(|| {
             spins = spins.wrapping_add(1);
-            #[cfg(all(feature = "std", not(loom)))]
+            #[cfg(all(feature = "std", not(any(loom, shuttle))))]
             if spins % 64 == 0 {
                 std::thread::yield_now();
                 return;

@@ -241,3 +241,19 @@ fn close_refuses_external_only() {
     drop(c);
     assert!(q.is_closed(), "the stub re-push keeps the CLOSED bit");
 }
+
+#[test]
+fn a_failed_try_lock_is_reported_to_the_holder_at_unlock() {
+    let q = Injector::new();
+    let ts = TestTasks::new(1);
+    q.push(batch_of(&ts[0..1]), true).unwrap();
+    let c = q.try_lock().unwrap();
+    assert!(!q.is_empty(), "held: not reported empty");
+    assert!(q.try_lock().is_none());
+    assert!(q.try_lock_even_empty().is_none());
+    assert!(!q.has_ready(), "held by another consumer: its holder re-checks");
+    assert!(c.unlock(), "the failed tries are reported");
+    let c = q.try_lock().unwrap();
+    assert!(!c.unlock(), "an uncontended hold reports nothing");
+    assert!(q.has_ready());
+}
