@@ -31,6 +31,7 @@
 //! read by anyone without it: the workers' tick end and their park decision (`scheduler`).
 
 use core::marker::PhantomPinned;
+use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
@@ -315,17 +316,45 @@ impl Batch {
 }
 
 impl Timers {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new() -> Self {
-        Self {
-            wheel: TryLock::new(Wheel {
-                elapsed: 0,
-                occupied: [0; LEVELS],
-                slots: [[ptr::null_mut(); SLOTS]; LEVELS],
-                closed: false,
-            }),
-            next_tick: AtomicU64::new(NONE),
-            pending: AtomicUsize::new(0),
+        let mut timers = MaybeUninit::<Self>::uninit();
+        // SAFETY: a local, aligned and writable.
+        unsafe {
+            Self::init(timers.as_mut_ptr());
+            timers.assume_init()
         }
+    }
+
+    /// Writes an empty wheel at `dst`, in place: the pool's state holds it, and its 1.5 KiB of
+    /// slots made as a value would be built on the stack and copied.
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes.
+    pub(crate) unsafe fn init(dst: *mut Self) {
+        // SAFETY: the caller's contract; every field is written (the wheel's by its lock's
+        // `init`, with every field of `Wheel`).
+        unsafe {
+            TryLock::init(ptr::addr_of_mut!((*dst).wheel), |w: *mut Wheel| {
+                ptr::addr_of_mut!((*w).elapsed).write(0);
+                ptr::addr_of_mut!((*w).occupied).write([0; LEVELS]);
+                let slots = ptr::addr_of_mut!((*w).slots).cast::<*mut Entry>();
+                for i in 0..LEVELS * SLOTS {
+                    slots.add(i).write(ptr::null_mut());
+                }
+                ptr::addr_of_mut!((*w).closed).write(false);
+                // Names every field: one added and not written above fails to compile here.
+                let _ = |w: &Wheel| {
+                    let Wheel { elapsed: _, occupied: _, slots: _, closed: _ } = w;
+                };
+            });
+            ptr::addr_of_mut!((*dst).next_tick).write(AtomicU64::new(NONE));
+            ptr::addr_of_mut!((*dst).pending).write(AtomicUsize::new(0));
+        }
+        // As above.
+        let _ = |t: &Self| {
+            let Self { wheel: _, next_tick: _, pending: _ } = t;
+        };
     }
 
     /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
