@@ -359,7 +359,12 @@ impl Timers {
 
     /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
     /// SeqCst for the timer role's decision (`scheduler::park`).
-    #[inline]
+    ///
+    /// Out of line where the target has no 64-bit atomics: the load is then an emulation
+    /// (`portable_atomic`'s lock-based one) of some 170 bytes of code, which inlining would
+    /// copy into every caller; one call costs little beside it.
+    #[cfg_attr(target_has_atomic = "64", inline)]
+    #[cfg_attr(not(target_has_atomic = "64"), inline(never))]
     pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
         self.next_tick.load(order)
     }
@@ -452,7 +457,7 @@ impl Timers {
             (*e).state.store(QUEUED, Ordering::Relaxed);
             old
         };
-        let before = self.next_tick.load(Ordering::Relaxed);
+        let before = self.next_tick(Ordering::Relaxed);
         let next = self.publish(wheel);
         drop(guard);
         drop(old);
