@@ -35,7 +35,10 @@ use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
+use self::batch::Batch;
 use crate::sync::{spin_hint, AtomicU32, AtomicU64, AtomicUsize, Locked, Ordering, TryLock, UnsafeCell};
+
+mod batch;
 
 /// Levels of the wheel.
 pub(crate) const LEVELS: usize = 6;
@@ -287,32 +290,17 @@ impl Wheel {
 }
 
 /// Expired entries moved out of the wheel, whose actions run once the lock is released.
-struct Batch {
-    items: [Option<(Action, NonNull<Entry>)>; FIRE_BATCH],
-    len: usize,
-}
+type Expired = Batch<(Action, NonNull<Entry>), FIRE_BATCH>;
 
-impl Batch {
-    fn new() -> Self {
-        Self { items: [const { None }; FIRE_BATCH], len: 0 }
-    }
-
-    fn is_full(&self) -> bool {
-        self.len == FIRE_BATCH
-    }
-
-    /// Runs every action (outside the lock).
-    fn run(&mut self, shutdown: bool) {
-        for item in &mut self.items[..self.len] {
-            match item.take() {
-                Some((Action::Wake(waker), _)) => waker.wake(),
-                // SAFETY: the wheel handed the entry over with its action (`Action::Call`).
-                Some((Action::Call(f), entry)) => unsafe { f(entry, shutdown) },
-                Some((Action::None, _)) | None => {}
-            }
-        }
-        self.len = 0;
-    }
+/// Runs the actions of a batch of expired entries (outside the lock), in the order they
+/// expired.
+fn run_expired(batch: &mut Expired, shutdown: bool) {
+    batch.drain(|(action, entry)| match action {
+        Action::Wake(waker) => waker.wake(),
+        // SAFETY: the wheel handed the entry over with its action (`Action::Call`).
+        Action::Call(f) => unsafe { f(entry, shutdown) },
+        Action::None => {}
+    });
 }
 
 impl Timers {
@@ -494,7 +482,7 @@ impl Timers {
 
     /// Moves out, under the lock, up to a batch of entries whose deadline is at or before
     /// `now_tick`; true if more may remain.
-    fn collect_expired(&self, wheel: &mut Wheel, now_tick: u64, batch: &mut Batch) -> bool {
+    fn collect_expired(&self, wheel: &mut Wheel, now_tick: u64, batch: &mut Expired) -> bool {
         loop {
             let Some((level, slot, start)) = wheel.next_expiration() else {
                 wheel.elapsed = wheel.elapsed.max(now_tick);
@@ -515,7 +503,7 @@ impl Timers {
                     return true;
                 }
                 // SAFETY: linked entries are live (their owners unlink them before freeing),
-                // and we hold the lock.
+                // and we hold the lock; the batch is not full (checked above).
                 unsafe {
                     wheel.unlink(e);
                     let tick = (*e).links.with(|l| (*l).tick);
@@ -525,8 +513,7 @@ impl Timers {
                     // however far the clock jumped (tokio does the same).
                     if tick <= start {
                         let action = (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None));
-                        batch.items[batch.len] = Some((action, NonNull::new_unchecked(e)));
-                        batch.len += 1;
+                        batch.push((action, NonNull::new_unchecked(e)));
                         self.pending.fetch_sub(1, Ordering::Relaxed);
                         // Release: our last access to the entry (`is_fired`).
                         (*e).state.store(FIRED, Ordering::Release);
@@ -542,7 +529,21 @@ impl Timers {
     /// it (else return at once and leave the work to that thread or a later call). Returns
     /// whether it ran (had the lock).
     pub(crate) fn fire(&self, now_tick: u64, wait: bool) -> bool {
-        let mut batch = Batch::new();
+        self.expire(now_tick, wait, false)
+    }
+
+    /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
+    /// actions get `shutdown = true`). Later registrations return `Closed`.
+    pub(crate) fn shutdown(&self) {
+        self.expire(u64::MAX - 1, true, true);
+    }
+
+    /// `fire` and `shutdown`: batch by batch, moves out what is due at `now_tick` (closing the
+    /// wheel first if `shutdown`) and runs it unlocked. One copy for both (neither is on a
+    /// hot path).
+    #[inline(never)]
+    fn expire(&self, now_tick: u64, wait: bool, shutdown: bool) -> bool {
+        let mut batch = Expired::new();
         loop {
             let mut guard = if wait {
                 self.lock()
@@ -553,30 +554,15 @@ impl Timers {
                 }
             };
             let wheel = &mut *guard;
+            if shutdown {
+                wheel.closed = true;
+            }
             let more = self.collect_expired(wheel, now_tick, &mut batch);
             self.publish(wheel);
             drop(guard);
-            batch.run(false);
+            run_expired(&mut batch, shutdown);
             if !more {
                 return true;
-            }
-        }
-    }
-
-    /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
-    /// actions get `shutdown = true`). Later registrations return `Closed`.
-    pub(crate) fn shutdown(&self) {
-        let mut batch = Batch::new();
-        loop {
-            let mut guard = self.lock();
-            let wheel = &mut *guard;
-            wheel.closed = true;
-            let more = self.collect_expired(wheel, u64::MAX - 1, &mut batch);
-            self.publish(wheel);
-            drop(guard);
-            batch.run(true);
-            if !more {
-                return;
             }
         }
     }
