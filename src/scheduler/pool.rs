@@ -325,7 +325,7 @@ impl<S: Spawner> ThreadPool<S> {
         if inner.injector.is_closed() {
             return Err(inner.refusal());
         }
-        inner.notify(false);
+        inner.notify_cold(false);
         let s = inner.protocol.load(Ordering::Acquire);
         if s.state() == State::Shutdown {
             return Err(Error::Shutdown);
@@ -479,7 +479,7 @@ impl<S: Spawner> ThreadPool<S> {
         }
         inner.driver.set(driver)?;
         // Idle workers parked before it existed: one takes the role and blocks in it.
-        inner.notify(false);
+        inner.notify_cold(false);
         Ok(())
     }
 }

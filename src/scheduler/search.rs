@@ -154,8 +154,10 @@ impl<S: Spawner> Inner<S> {
             me.stats.lifo_hits.bump_owned();
             return Some(task);
         }
+        // The streak's end (one LIFO task in four at most): out of line, so the two inlined
+        // copies of this function (`find_work`, `find_local`) do not each carry a ring push.
         cx.lifo_streak.set(0);
-        self.push_ring(cx, task);
+        self.push_ring_cold(cx, task);
         None
     }
 
@@ -165,6 +167,14 @@ impl<S: Spawner> Inner<S> {
         if let Err(overflow) = cx.ring.push(task) {
             self.spill(cx, overflow);
         }
+    }
+
+    /// `push_ring` for the cold paths (a tick end, the end of a LIFO streak, forks left
+    /// unjoined): one out-of-line copy.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push_ring_cold(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+        self.push_ring(cx, task);
     }
 
     /// The overflow of our full ring goes to the injector: the tasks it had taken from the
