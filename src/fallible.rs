@@ -18,9 +18,31 @@ use crate::error::Error;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// `Box::new(value)`, or `Err(OutOfMemory)` (dropping `value`) if the allocator fails.
+/// Inline, with its own allocator call: a boxed closure's task is allocated per spawn.
 pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Error> {
-    // SAFETY: the write initialises the whole `T`.
-    unsafe { try_box_in_place(|dst: *mut T| dst.write(value)) }
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return Ok(Box::new(value));
+    }
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
+    let Some(ptr) = NonNull::new(ptr) else { return Err(Error::OutOfMemory) };
+    // SAFETY: freshly allocated for a `T` (size and alignment from `Layout::new::<T>`), so
+    // writing and then owning it as a Box (which frees it with the same layout) is sound.
+    unsafe {
+        ptr.as_ptr().write(value);
+        Ok(Box::from_raw(ptr.as_ptr()))
+    }
+}
+
+/// A block for `layout` (non-zero size), or `Err(OutOfMemory)`. Out of line: the states made
+/// once per pool or per thread share one call of the allocator (which LTO may inline) instead
+/// of a copy each.
+#[inline(never)]
+fn alloc_block(layout: Layout) -> Result<NonNull<u8>, Error> {
+    debug_assert!(layout.size() != 0);
+    // SAFETY: the callers pass a layout with a non-zero size.
+    NonNull::new(unsafe { alloc::alloc::alloc(layout) }).ok_or(Error::OutOfMemory)
 }
 
 /// A `Box<T>` whose value `init` writes in place, or `Err(OutOfMemory)` (without calling
@@ -39,9 +61,7 @@ pub(crate) unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Bo
         // SAFETY: the caller's contract: `init` initialised it.
         return Ok(Box::new(unsafe { value.assume_init() }));
     }
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
-    let Some(ptr) = NonNull::new(ptr) else { return Err(Error::OutOfMemory) };
+    let ptr = alloc_block(layout)?.cast::<T>();
     let guard = FreeOnUnwind { ptr: ptr.cast(), layout };
     init(ptr.as_ptr());
     core::mem::forget(guard);
@@ -55,12 +75,7 @@ pub(crate) unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Bo
 /// exactly `n` elements, filled in place (no growable buffer, so no reallocation path).
 pub(crate) fn try_boxed_slice<T>(n: usize, mut f: impl FnMut(usize) -> T) -> Result<Box<[T]>, Error> {
     let layout = Layout::array::<T>(n).map_err(|_| Error::OutOfMemory)?;
-    let ptr = if layout.size() == 0 {
-        NonNull::dangling()
-    } else {
-        // SAFETY: the layout has a non-zero size.
-        NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<T>()).ok_or(Error::OutOfMemory)?
-    };
+    let ptr = if layout.size() == 0 { NonNull::dangling() } else { alloc_block(layout)?.cast::<T>() };
     let guard = FreeOnUnwind { ptr: ptr.cast(), layout };
     for i in 0..n {
         // SAFETY: `i < n`: inside the block, which has room for `n` elements of `T`.
