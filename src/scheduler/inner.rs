@@ -59,7 +59,19 @@ pub(crate) struct Inner<S: Spawner> {
 }
 
 impl<S: Spawner> Inner<S> {
-    /// Shutdown (`ThreadPool::shutdown`, and the detaching drop), after `begin_shutdown`: fires
+    /// The start of every shutdown (`ThreadPool::shutdown`, and the drop on one of the pool's
+    /// own threads, which detaches): outside submits are refused from here on, the workers are
+    /// woken to drain (`begin_shutdown`), and the waits are released (`release_waits`). One
+    /// out-of-line copy for both callers.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn stop(&self) {
+        self.injector.close();
+        self.begin_shutdown();
+        self.release_waits();
+    }
+
+    /// Shutdown (`stop`), after `begin_shutdown`: fires
     /// the timers and lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]),
     /// so the waiting tasks are woken into a closing pool and cancelled, and shutdown waits for
     /// neither a deadline nor I/O; then lets the draining workers leave (`waits_released`) and
@@ -67,7 +79,7 @@ impl<S: Spawner> Inner<S> {
     /// leaving: a delayed task the fire queues is a pool task, whose own submits must be
     /// accepted, and only a worker can give it that (on the shutdown thread, after the workers
     /// left, they would be refused).
-    pub(super) fn release_waits(&self) {
+    fn release_waits(&self) {
         self.shutdown_timers();
         self.driver.shutdown();
         self.protocol.release_waits();
