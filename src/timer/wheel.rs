@@ -220,13 +220,12 @@ impl Wheel {
                 continue;
             }
             let shift = SLOT_BITS as usize * level;
-            let slot_range = 1u64 << shift;
-            let level_range = slot_range << SLOT_BITS;
-            let now_slot = ((self.elapsed >> shift) & (SLOTS as u64 - 1)) as u32;
-            let slot = (occupied.rotate_right(now_slot).trailing_zeros() + now_slot) as usize % SLOTS;
-            let level_start = self.elapsed & !(level_range - 1);
-            let mut start = level_start + slot as u64 * slot_range;
-            if start < level_start + u64::from(now_slot) * slot_range {
+            let level_range = 1u64 << (shift + SLOT_BITS as usize);
+            let now_slot = slot_for(self.elapsed, level);
+            // The first occupied slot at or after the current one, going round the level.
+            let slot = (occupied.rotate_right(now_slot as u32).trailing_zeros() as usize + now_slot) % SLOTS;
+            let mut start = (self.elapsed & !(level_range - 1)) + ((slot as u64) << shift);
+            if slot < now_slot {
                 // Wrapped round: the slot belongs to the next turn of this level.
                 start += level_range;
             }
