@@ -270,9 +270,10 @@ impl Wheel {
         unsafe {
             let (prev, next, level, slot) = (*e).links.with(|l| ((*l).prev, (*l).next, (*l).level as usize, (*l).slot as usize));
             if prev.is_null() {
-                self.slots[level][slot] = next;
+                // In bounds: `link` stored them from `level_for` and `slot_for`.
+                *self.head_mut(level, slot) = next;
                 if next.is_null() {
-                    self.occupied[level] &= !(1 << slot);
+                    *self.occupied.get_unchecked_mut(level) &= !(1 << slot);
                 }
             } else {
                 (*prev).links.with_mut(|p| (*p).next = next);
@@ -281,6 +282,18 @@ impl Wheel {
                 (*next).links.with_mut(|n| (*n).prev = prev);
             }
         }
+    }
+
+    /// The head of slot `slot` of level `level`, without a bounds check (the callers' indices
+    /// come from `level_for`/`slot_for` or `next_expiration`, in bounds by construction).
+    ///
+    /// # Safety
+    /// `level < LEVELS` and `slot < SLOTS`.
+    #[inline]
+    unsafe fn head_mut(&mut self, level: usize, slot: usize) -> &mut *mut Entry {
+        debug_assert!(level < LEVELS && slot < SLOTS);
+        // SAFETY: the caller's contract: both indices in bounds.
+        unsafe { self.slots.get_unchecked_mut(level).get_unchecked_mut(slot) }
     }
 
     fn next_tick(&self) -> u64 {
@@ -346,14 +359,20 @@ impl Timers {
 
     /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
     /// SeqCst for the timer role's decision (`scheduler::park`).
-    ///
-    /// Out of line where the target has no 64-bit atomics: the load is then an emulation
-    /// (`portable_atomic`'s lock-based one) of some 170 bytes of code, which inlining would
-    /// copy into every caller; one call costs little beside it.
-    #[cfg_attr(target_has_atomic = "64", inline)]
-    #[cfg_attr(not(target_has_atomic = "64"), inline(never))]
+    #[cfg(target_has_atomic = "64")]
+    #[inline]
     pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
         self.next_tick.load(order)
+    }
+
+    /// As above, where the target has no 64-bit atomics: the load is then `portable_atomic`'s
+    /// lock-based emulation, some 280 bytes of code, so it stays out of line (one copy, not one
+    /// per caller: one call costs little beside it), and it is always SeqCst, at least as
+    /// strong as any caller asks, so that the one copy needs no test of the ordering.
+    #[cfg(not(target_has_atomic = "64"))]
+    #[inline(never)]
+    pub(crate) fn next_tick(&self, _order: Ordering) -> u64 {
+        self.next_tick.load(Ordering::SeqCst)
     }
 
     /// Timers in the wheel.
@@ -494,7 +513,9 @@ impl Timers {
             wheel.elapsed = wheel.elapsed.max(start);
             // Empty the slot one entry at a time (a full batch stops part-way).
             loop {
-                let e = wheel.slots[level][slot];
+                // SAFETY: `next_expiration` returns `level < LEVELS` (its loop's bound) and
+                // `slot < SLOTS` (taken modulo `SLOTS`).
+                let e = unsafe { *wheel.head_mut(level, slot) };
                 if e.is_null() {
                     break;
                 }
