@@ -392,8 +392,9 @@ impl<S: Spawner> ThreadPool<S> {
         let mut backoff = Backoff::new(50, 50);
         loop {
             if let Some(mut consumer) = inner.injector.try_lock() {
-                if let Some(task) = consumer.pop() {
-                    drop(consumer);
+                let task = consumer.pop();
+                drop(consumer);
+                if let Some(task) = task {
                     inner.outside.polled.bump_shared();
                     // SAFETY: dequeued, so this is its one run.
                     unsafe { Task::run(task) };
