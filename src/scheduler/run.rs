@@ -80,7 +80,9 @@ impl<S: Spawner> Inner<S> {
                         break;
                     };
                     if let Some(is_waking) = st.found(pushed) {
-                        self.notify(is_waking);
+                        // Once per wake-up or per batch moved into our ring, not per task:
+                        // out of line.
+                        self.notify_cold(is_waking);
                     }
                     self.run_task(cx, task);
                     if until.is_none() {

@@ -74,8 +74,10 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// `notify` for the cold paths (a tick end, a park's dispatch, a fork left unjoined, the
-    /// first thread): one out-of-line copy of the inlined fast path they all share.
+    /// `notify` for the paths that run rarely (a tick end, a park's dispatch, a fork left
+    /// unjoined, the first thread) or once per burst rather than per task (the worker's loop
+    /// after a wake-up or a batch moved into its ring): one out-of-line copy of the inlined
+    /// fast path they all share.
     #[cold]
     #[inline(never)]
     pub(crate) fn notify_cold(&self, is_waking: bool) {
