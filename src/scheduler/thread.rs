@@ -74,11 +74,11 @@ impl<S: Spawner> Inner<S> {
         let index = self.next_index.fetch_add(1, Ordering::Relaxed);
         // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
         // started thread gets a slot.
-        assert!(index < self.worker_table.len(), "more threads started than max_threads");
+        let slot = self.worker_table.get(index).expect("more threads started than max_threads");
         // SAFETY: not yet published, so still exclusively ours.
         unsafe { (*worker.as_ptr()).index = index };
         // Release: the worker's fields are initialised before anyone can reach it.
-        self.worker_table[index].store(worker.as_ptr(), Ordering::Release);
+        slot.store(worker.as_ptr(), Ordering::Release);
         let mut head = self.workers.load(Ordering::Relaxed);
         loop {
             // SAFETY: not yet published, so still exclusively ours.
