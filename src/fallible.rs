@@ -185,6 +185,11 @@ mod tests {
         assert_eq!(*try_box(7u64).unwrap(), 7);
         assert_eq!(*try_box(()).unwrap(), ());
         assert_eq!(&*try_boxed_slice(4, |i| i * 2).unwrap(), &[0, 2, 4, 6]);
+        assert!(try_boxed_slice(0, |i| i).unwrap().is_empty());
+        assert_eq!(try_boxed_slice(3, |_| ()).unwrap().len(), 3);
+        // SAFETY: the closure writes the whole value.
+        let placed = unsafe { try_box_in_place(|p: *mut [u32; 3]| p.write([1, 2, 3])) }.unwrap();
+        assert_eq!(*placed, [1, 2, 3]);
         assert_eq!(try_boxed_slice(usize::MAX / 8, |_| 0u64).unwrap_err(), Error::OutOfMemory);
     }
 
