@@ -82,7 +82,7 @@ impl<S: Spawner> Inner<S> {
         // SAFETY: a non-owning handle on a live pool (never dropped).
         let pool = core::mem::ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() });
         if pool.current_worker().is_none() {
-            inner.notify(false);
+            inner.notify_cold(false);
         }
     }
 
@@ -162,14 +162,14 @@ impl<S: Spawner> Delayed<S> {
         let handle = core::mem::ManuallyDrop::new(ThreadPool::<S> { inner: pool });
         match handle.current_worker() {
             Some(me) => {
-                inner.push_ring(me, task);
-                inner.notify(false);
+                inner.push_ring_cold(me, task);
+                inner.notify_cold(false);
             }
             None => {
                 // Internal push: accepted after the injector closed (shutdown runs what is
                 // left in it once the workers are gone).
                 let _ = inner.injector.push(Batch::from(task), false);
-                inner.notify(false);
+                inner.notify_cold(false);
             }
         }
         // SAFETY: the box's reference, taken in `submit_after`.
