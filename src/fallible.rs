@@ -1,5 +1,5 @@
 //! Fallible allocation: the pool's own allocations report [`Error::OutOfMemory`] instead of
-//! aborting the process (`alloc::alloc` with a checked layout, `Vec::try_reserve_exact`).
+//! aborting the process (`alloc::alloc` with a checked layout).
 //!
 //! Used by every constructor (a pool's state, its tables, the OS spawner's shared join list,
 //! a C host's platform) and before each lazy thread start (the worker's state is allocated
@@ -9,16 +9,16 @@
 //! the standard library does.
 
 use core::alloc::Layout;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use crate::error::Error;
 #[cfg(feature = "std")]
 use crate::sync::{AtomicUsize, Ordering};
 
 /// `Box::new(value)`, or `Err(OutOfMemory)` (dropping `value`) if the allocator fails.
+/// Inline, with its own allocator call: a boxed closure's task is allocated per spawn.
 pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Error> {
     let layout = Layout::new::<T>();
     if layout.size() == 0 {
@@ -35,13 +35,73 @@ pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Error> {
     }
 }
 
-/// A boxed slice of `n` elements made by `f(index)`, or `Err(OutOfMemory)`.
-pub(crate) fn try_boxed_slice<T>(n: usize, f: impl FnMut(usize) -> T) -> Result<Box<[T]>, Error> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory)?;
-    v.extend((0..n).map(f));
-    // Length equals capacity (reserved exactly): no reallocation here.
-    Ok(v.into_boxed_slice())
+/// A block for `layout` (non-zero size), or `Err(OutOfMemory)`. Out of line: the states made
+/// once per pool or per thread share one call of the allocator (which LTO may inline) instead
+/// of a copy each.
+#[inline(never)]
+fn alloc_block(layout: Layout) -> Result<NonNull<u8>, Error> {
+    debug_assert!(layout.size() != 0);
+    // SAFETY: the callers pass a layout with a non-zero size.
+    NonNull::new(unsafe { alloc::alloc::alloc(layout) }).ok_or(Error::OutOfMemory)
+}
+
+/// A `Box<T>` whose value `init` writes in place, or `Err(OutOfMemory)` (without calling
+/// `init`) if the allocator fails. For the large states (a pool's, a worker's: 2 KiB and more
+/// with their rings and timer wheel), which made as a value would be built on the caller's
+/// stack and then copied into the block.
+///
+/// # Safety
+/// `init` initialises the whole `T` at the pointer it is given (aligned, valid for writes,
+/// uninitialised), unless it unwinds.
+pub(crate) unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Box<T>, Error> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        let mut value = core::mem::MaybeUninit::<T>::uninit();
+        init(value.as_mut_ptr());
+        // SAFETY: the caller's contract: `init` initialised it.
+        return Ok(Box::new(unsafe { value.assume_init() }));
+    }
+    let ptr = alloc_block(layout)?.cast::<T>();
+    let guard = FreeOnUnwind { ptr: ptr.cast(), layout };
+    init(ptr.as_ptr());
+    core::mem::forget(guard);
+    // SAFETY: allocated for a `T` (size and alignment from `Layout::new::<T>`) and
+    // initialised by `init` (the caller's contract), so owning it as a Box (which frees it
+    // with the same layout) is sound.
+    Ok(unsafe { Box::from_raw(ptr.as_ptr()) })
+}
+
+/// A boxed slice of `n` elements made by `f(index)`, or `Err(OutOfMemory)`. One allocation of
+/// exactly `n` elements, filled in place (no growable buffer, so no reallocation path).
+pub(crate) fn try_boxed_slice<T>(n: usize, mut f: impl FnMut(usize) -> T) -> Result<Box<[T]>, Error> {
+    let layout = Layout::array::<T>(n).map_err(|_| Error::OutOfMemory)?;
+    let ptr = if layout.size() == 0 { NonNull::dangling() } else { alloc_block(layout)?.cast::<T>() };
+    let guard = FreeOnUnwind { ptr: ptr.cast(), layout };
+    for i in 0..n {
+        // SAFETY: `i < n`: inside the block, which has room for `n` elements of `T`.
+        unsafe { ptr.as_ptr().add(i).write(f(i)) };
+    }
+    core::mem::forget(guard);
+    // SAFETY: `n` initialised elements in a block allocated with `Layout::array::<T>(n)`,
+    // the layout a `Box<[T]>` of length `n` frees with (or dangling when that is zero-sized).
+    Ok(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(ptr.as_ptr(), n)) })
+}
+
+/// Frees a block still being filled if the code filling it unwinds (what was written is
+/// leaked, not dropped). Forgotten once the block is handed over.
+struct FreeOnUnwind {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Drop for FreeOnUnwind {
+    fn drop(&mut self) {
+        if self.layout.size() != 0 {
+            // SAFETY: allocated with this layout by the function holding the guard, and not
+            // handed over (the guard is forgotten then).
+            unsafe { alloc::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        }
+    }
 }
 
 /// A shared, reference-counted value whose allocation is fallible (`Arc::try_new` is not
@@ -125,6 +185,11 @@ mod tests {
         assert_eq!(*try_box(7u64).unwrap(), 7);
         assert_eq!(*try_box(()).unwrap(), ());
         assert_eq!(&*try_boxed_slice(4, |i| i * 2).unwrap(), &[0, 2, 4, 6]);
+        assert!(try_boxed_slice(0, |i| i).unwrap().is_empty());
+        assert_eq!(try_boxed_slice(3, |_| ()).unwrap().len(), 3);
+        // SAFETY: the closure writes the whole value.
+        let placed = unsafe { try_box_in_place(|p: *mut [u32; 3]| p.write([1, 2, 3])) }.unwrap();
+        assert_eq!(*placed, [1, 2, 3]);
         assert_eq!(try_boxed_slice(usize::MAX / 8, |_| 0u64).unwrap_err(), Error::OutOfMemory);
     }
 

@@ -185,6 +185,9 @@ impl Injector {
     }
 
     /// Closes the queue to external pushes. Returns false if it was already closed.
+    ///
+    /// Out of line: once per pool (shutdown, a fork's child), from two places.
+    #[inline(never)]
     pub(crate) fn close(&self) -> bool {
         let mut tail = self.producer.tail.load(Ordering::Relaxed);
         loop {

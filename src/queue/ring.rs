@@ -72,12 +72,35 @@ pub(crate) struct Stolen {
 }
 
 impl Ring {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new() -> Self {
-        Self {
-            head: AtomicU32::new(0),
-            tail: AtomicU32::new(0),
-            buffer: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        let mut this = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: a local, aligned and writable.
+        unsafe {
+            Self::init(this.as_mut_ptr());
+            this.assume_init()
         }
+    }
+
+    /// Writes an empty one at `dst`, in place: a worker holds it, and its 1 KiB of slots
+    /// made as a value would be built on the stack and copied.
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes.
+    pub(crate) unsafe fn init(dst: *mut Self) {
+        // SAFETY: the caller's contract; every field is written.
+        unsafe {
+            ptr::addr_of_mut!((*dst).head).write(AtomicU32::new(0));
+            ptr::addr_of_mut!((*dst).tail).write(AtomicU32::new(0));
+            let slots = ptr::addr_of_mut!((*dst).buffer).cast::<AtomicPtr<Task>>();
+            for i in 0..CAPACITY as usize {
+                slots.add(i).write(AtomicPtr::new(ptr::null_mut()));
+            }
+        }
+        // Names every field: one added and not written above fails to compile here.
+        let _ = |this: &Self| {
+            let Self { head: _, tail: _, buffer: _ } = this;
+        };
     }
 
     /// The owner's half of this ring.

@@ -343,7 +343,7 @@ impl<S: Spawner> WorkerContext<S> {
         let pushed = self.joins.push(task);
         if pushed || or_ring {
             if !pushed {
-                self.inner().push_ring(self, task);
+                self.inner().push_ring_cold(self, task);
             }
             self.head.frames.mark_oldest_promoted();
             return true;
@@ -388,12 +388,12 @@ impl<S: Spawner> WorkerContext<S> {
         self.head.frames.truncate(base, |task| {
             // A task frame's task leaves the frames here: queued once.
             if !self.joins.push(task) {
-                self.inner().push_ring(self, task);
+                self.inner().push_ring_cold(self, task);
             }
             queued = true;
         });
         if queued {
-            self.inner().notify(false);
+            self.inner().notify_cold(false);
         }
     }
 
@@ -455,7 +455,7 @@ impl<S: Spawner> WorkerContext<S> {
     #[inline(never)]
     fn offer_all_latent(&self) {
         while self.offer_oldest(true) {}
-        self.inner().notify(false);
+        self.inner().notify_cold(false);
     }
 
     /// Whether a wait on this worker may run unrelated work now (module docs).

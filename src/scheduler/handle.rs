@@ -10,7 +10,6 @@ use alloc::boxed::Box;
 use super::config::Config;
 use super::inner::Inner;
 use crate::error::Error;
-use crate::fallible::try_box;
 use crate::platform::Spawner;
 use crate::sync::Ordering;
 
@@ -76,7 +75,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
-        let inner = Box::leak(try_box(Inner::build(config, spawner)?)?);
+        let inner = Box::leak(Inner::build_boxed(config, spawner)?);
         // SAFETY: boxed, so the link stays put until `Inner`'s drop untracks it.
         unsafe { inner.spawner.track_pool(NonNull::from(&inner.link)) };
         Ok(Self { inner: NonNull::from(inner) })

@@ -3,7 +3,7 @@
 //! it and every live async task or pending timer one more, and the last to let go frees it
 //! (`release_pool`), so a waker kept past the pool's end stays safe to call.
 
-use core::ptr::{self, NonNull};
+use core::ptr::{self, addr_of_mut, NonNull};
 
 use alloc::boxed::Box;
 
@@ -15,7 +15,7 @@ use super::protocol::Protocol;
 use super::sync_word::{State, MAX_THREADS};
 use super::worker::Worker;
 use crate::error::Error;
-use crate::fallible::try_boxed_slice;
+use crate::fallible::{try_box_in_place, try_boxed_slice};
 use crate::platform::{PoolLink, Spawner};
 use crate::queue::injector::Injector;
 use crate::shutdown::ShutdownGate;
@@ -68,7 +68,19 @@ pub(crate) struct Inner<S: Spawner> {
 }
 
 impl<S: Spawner> Inner<S> {
-    /// Shutdown (`ThreadPool::shutdown`, and the detaching drop), after `begin_shutdown`: fires
+    /// The start of every shutdown (`ThreadPool::shutdown`, and the drop on one of the pool's
+    /// own threads, which detaches): outside submits are refused from here on, the workers are
+    /// woken to drain (`begin_shutdown`), and the waits are released (`release_waits`). One
+    /// out-of-line copy for both callers.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn stop(&self) {
+        self.injector.close();
+        self.begin_shutdown();
+        self.release_waits();
+    }
+
+    /// Shutdown (`stop`), after `begin_shutdown`: fires
     /// the timers and lets the I/O driver wake its waiters ([`crate::io::Driver::shutdown`]),
     /// so the waiting tasks are woken into a closing pool and cancelled, and shutdown waits for
     /// neither a deadline nor I/O; then lets the draining workers leave (`waits_released`) and
@@ -76,7 +88,7 @@ impl<S: Spawner> Inner<S> {
     /// leaving: a delayed task the fire queues is a pool task, whose own submits must be
     /// accepted, and only a worker can give it that (on the shutdown thread, after the workers
     /// left, they would be refused).
-    pub(super) fn release_waits(&self) {
+    fn release_waits(&self) {
         self.shutdown_timers();
         self.driver.shutdown();
         self.protocol.release_waits();
@@ -140,10 +152,38 @@ impl<S: Spawner> Drop for Inner<S> {
     }
 }
 
+/// What building a pool's state can fail on, done before its memory is allocated: the
+/// checked configuration and the tables sized by it.
+pub(super) struct Tables<S: Spawner> {
+    max_threads: usize,
+    worker_table: Box<[AtomicPtr<Worker<S>>]>,
+    idle_words: Box<[AtomicUsize]>,
+}
+
 impl<S: Spawner> Inner<S> {
-    /// A pool's state for `config`, not yet in its place (`ThreadPool::with_spawner` boxes it;
-    /// a reset after fork writes it over the old one).
+    /// A pool's state for `config`, not yet in its place (a reset after fork writes it over
+    /// the old one).
+    #[cfg(feature = "std")]
     pub(super) fn build(config: Config, spawner: S) -> Result<Self, Error> {
+        let tables = Self::tables(&config, &spawner)?;
+        let mut inner = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: a local, aligned and writable; `init` writes every field.
+        unsafe {
+            Self::init(inner.as_mut_ptr(), tables, &config, spawner);
+            Ok(inner.assume_init())
+        }
+    }
+
+    /// A pool's state for `config` in its own heap block (`ThreadPool::with_spawner`): the
+    /// block is allocated first and the state written straight into it, field by field
+    /// (`init`).
+    pub(super) fn build_boxed(config: Config, spawner: S) -> Result<Box<Self>, Error> {
+        let tables = Self::tables(&config, &spawner)?;
+        // SAFETY: `init` writes every field.
+        unsafe { try_box_in_place(|dst| Self::init(dst, tables, &config, spawner)) }
+    }
+
+    fn tables(config: &Config, spawner: &S) -> Result<Tables<S>, Error> {
         let max_threads = match config.max_threads {
             0 => spawner.available_parallelism().clamp(1, MAX_THREADS),
             n if n <= MAX_THREADS => n,
@@ -154,25 +194,57 @@ impl<S: Spawner> Inner<S> {
         }
         let worker_table = try_boxed_slice(max_threads, |_| AtomicPtr::new(ptr::null_mut()))?;
         let idle_words = try_boxed_slice(IdleSet::words_for(max_threads), |_| AtomicUsize::new(0))?;
-        Ok(Inner {
-            ops: &Self::OPS,
-            protocol: Protocol::new(max_threads as u32, idle_words),
-            injector: Injector::new(),
-            workers: AtomicPtr::new(ptr::null_mut()),
-            worker_table,
-            idle_spins: config.idle_spins,
-            next_index: AtomicUsize::new(0),
-            stack_size: config.stack_size,
-            join_parker: spawner.new_parker(),
-            gate: ShutdownGate::new(),
-            stats_spawn_failed: AtomicUsize::new(0),
-            outside: CachePadded(Counters::default()),
-            refs: CachePadded(AtomicUsize::new(1)),
-            timers: Timers::new(),
-            driver: DriverSlot::new(),
-            link: PoolLink::new(Self::close_on_fork),
-            spawner,
-        })
+        Ok(Tables { max_threads, worker_table, idle_words })
+    }
+
+    /// Writes a pool's state at `dst`, field by field: over 2 KiB with its timer wheel, which
+    /// made as a value would be built on the stack and copied into its block.
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes.
+    unsafe fn init(dst: *mut Self, tables: Tables<S>, config: &Config, spawner: S) {
+        // SAFETY: the caller's contract; every field is written.
+        unsafe {
+            addr_of_mut!((*dst).ops).write(&Self::OPS);
+            addr_of_mut!((*dst).protocol).write(Protocol::new(tables.max_threads as u32, tables.idle_words));
+            addr_of_mut!((*dst).injector).write(Injector::new());
+            addr_of_mut!((*dst).workers).write(AtomicPtr::new(ptr::null_mut()));
+            addr_of_mut!((*dst).worker_table).write(tables.worker_table);
+            addr_of_mut!((*dst).idle_spins).write(config.idle_spins);
+            addr_of_mut!((*dst).next_index).write(AtomicUsize::new(0));
+            addr_of_mut!((*dst).stack_size).write(config.stack_size);
+            addr_of_mut!((*dst).join_parker).write(spawner.new_parker());
+            addr_of_mut!((*dst).gate).write(ShutdownGate::new());
+            addr_of_mut!((*dst).stats_spawn_failed).write(AtomicUsize::new(0));
+            addr_of_mut!((*dst).outside).write(CachePadded(Counters::default()));
+            addr_of_mut!((*dst).refs).write(CachePadded(AtomicUsize::new(1)));
+            Timers::init(addr_of_mut!((*dst).timers));
+            addr_of_mut!((*dst).driver).write(DriverSlot::new());
+            addr_of_mut!((*dst).link).write(PoolLink::new(Self::close_on_fork));
+            addr_of_mut!((*dst).spawner).write(spawner);
+        }
+        // Names every field: one added and not written above fails to compile here.
+        let _ = |inner: &Self| {
+            let Inner {
+                ops: _,
+                protocol: _,
+                injector: _,
+                workers: _,
+                worker_table: _,
+                idle_spins: _,
+                next_index: _,
+                stack_size: _,
+                join_parker: _,
+                gate: _,
+                stats_spawn_failed: _,
+                outside: _,
+                spawner: _,
+                refs: _,
+                timers: _,
+                driver: _,
+                link: _,
+            } = inner;
+        };
     }
 }
 

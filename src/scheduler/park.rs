@@ -36,7 +36,10 @@ impl<S: Spawner> Inner<S> {
     /// I/O from inside its park, wakes tasks: their notification may pick its own idle-map
     /// bit, and the driver's unpark would cost a system call (an eventfd write) and an
     /// `epoll_wait` that returns at once on its next park.
-    #[inline]
+    ///
+    /// Out of line: its callers (a notify's wake, shutdown's, the timer role's hand-over) are
+    /// cold, and an unpark costs far more than the call.
+    #[inline(never)]
     pub(crate) fn unpark_worker(&self, w: &Worker<S>) {
         if self.current_context().is_some_and(|cx| core::ptr::eq(cx.worker(), w)) {
             return;

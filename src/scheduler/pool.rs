@@ -156,13 +156,13 @@ impl<S: Spawner> ThreadPool<S> {
             while let Some(task) = batch.pop() {
                 inner.push_ring(worker, task);
             }
-            inner.notify(false);
-            return Ok(());
+        } else {
+            if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
+                self.start_first_thread()?;
+            }
+            inner.injector.push(batch, true).map_err(|_| inner.refusal())?;
         }
-        if inner.protocol.load(Ordering::Relaxed).spawned() == 0 {
-            self.start_first_thread()?;
-        }
-        inner.injector.push(batch, true).map_err(|_| inner.refusal())?;
+        // One notification for the batch, wherever it went (one inlined copy).
         inner.notify(false);
         Ok(())
     }
@@ -334,7 +334,7 @@ impl<S: Spawner> ThreadPool<S> {
         if inner.injector.is_closed() {
             return Err(inner.refusal());
         }
-        inner.notify(false);
+        inner.notify_cold(false);
         let s = inner.protocol.load(Ordering::Acquire);
         if s.state() == State::Shutdown {
             return Err(Error::Shutdown);
@@ -384,12 +384,10 @@ impl<S: Spawner> ThreadPool<S> {
             return Err(Error::Forked);
         }
         let Some(finishing) = inner.gate.claim() else { return Err(Error::Shutdown) };
-        inner.injector.close();
-        inner.begin_shutdown();
-        // Tasks are no longer polled: pending timers fire now (sleepers are cancelled, delayed
-        // tasks queued) and tasks waiting for I/O are woken (cancelled): shutdown never waits
-        // for a deadline or for I/O.
-        inner.release_waits();
+        // Outside submits are refused, the workers drain; tasks are no longer polled:
+        // pending timers fire now (sleepers are cancelled, delayed tasks queued) and tasks
+        // waiting for I/O are woken (cancelled): shutdown never waits for a deadline or for I/O.
+        inner.stop();
         inner.wait_for_threads();
         inner.spawner.join_all();
         // Left-overs: tasks no thread could ever run, and external submits that were accepted
@@ -403,8 +401,9 @@ impl<S: Spawner> ThreadPool<S> {
         let mut backoff = Backoff::new(50, 50);
         loop {
             if let Some(mut consumer) = inner.injector.try_lock() {
-                if let Some(task) = consumer.pop() {
-                    drop(consumer);
+                let task = consumer.pop();
+                drop(consumer);
+                if let Some(task) = task {
                     inner.outside.polled.bump_shared();
                     // SAFETY: dequeued, so this is its one run.
                     unsafe { Task::run(task) };
@@ -448,9 +447,7 @@ impl<S: Spawner> Drop for ThreadPool<S> {
         if self.is_worker_thread() {
             let inner = self.inner();
             if inner.gate.detach() {
-                inner.injector.close();
-                inner.begin_shutdown();
-                inner.release_waits();
+                inner.stop();
                 inner.spawner.detach_all();
             }
             return;
@@ -540,7 +537,7 @@ impl<S: Spawner> ThreadPool<S> {
         }
         inner.driver.set(driver)?;
         // Idle workers parked before it existed: one takes the role and blocks in it.
-        inner.notify(false);
+        inner.notify_cold(false);
         Ok(())
     }
 }

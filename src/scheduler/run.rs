@@ -83,7 +83,9 @@ impl<S: Spawner> Inner<S> {
                         break;
                     };
                     if let Some(is_waking) = st.found(pushed) {
-                        self.notify(is_waking);
+                        // Once per wake-up or per batch moved into our ring, not per task:
+                        // out of line.
+                        self.notify_cold(is_waking);
                     }
                     self.run_task(cx, task);
                     if until.is_none() {
@@ -176,7 +178,7 @@ impl<S: Spawner> Inner<S> {
     fn block_until(&self, cx: &WorkerContext<S>, done: &dyn Fn() -> bool, deadline: Option<u64>, mut st: Seeking) {
         let me = cx.worker();
         if let Some(is_waking) = st.blocking(me.holds_tasks() || !self.injector.is_empty()) {
-            self.notify(is_waking);
+            self.notify_cold(is_waking);
         }
         cx.interrupt_interval();
         while !done() {
@@ -217,11 +219,11 @@ impl<S: Spawner> Inner<S> {
         if !me.lifo.load(Ordering::Relaxed).is_null() {
             // Acquire pairs with the Release swap in `push_lifo`, as in `pop_lifo`.
             if let Some(task) = NonNull::new(me.lifo.swap(ptr::null_mut(), Ordering::Acquire)) {
-                self.push_ring(cx, task);
+                self.push_ring_cold(cx, task);
             }
         }
         if !me.ring.is_empty() {
-            self.notify(false);
+            self.notify_cold(false);
         }
         self.maintenance_at_tick_end(me);
     }

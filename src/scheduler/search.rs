@@ -154,8 +154,10 @@ impl<S: Spawner> Inner<S> {
             me.stats.lifo_hits.bump_owned();
             return Some(task);
         }
+        // The streak's end (one LIFO task in four at most): out of line, so the two inlined
+        // copies of this function (`find_work`, `find_local`) do not each carry a ring push.
         cx.lifo_streak.set(0);
-        self.push_ring(cx, task);
+        self.push_ring_cold(cx, task);
         None
     }
 
@@ -165,6 +167,14 @@ impl<S: Spawner> Inner<S> {
         if let Err(overflow) = cx.ring.push(task) {
             self.spill(cx, overflow);
         }
+    }
+
+    /// `push_ring` for the cold paths (a tick end, the end of a LIFO streak, a task displaced
+    /// from the LIFO slot, forks left unjoined): one out-of-line copy.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push_ring_cold(&self, cx: &WorkerContext<S>, task: NonNull<Task>) {
+        self.push_ring(cx, task);
     }
 
     /// The overflow of our full ring goes to the injector: the tasks it had taken from the
@@ -186,13 +196,14 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Owner: puts `task` in the LIFO slot; a task it displaces goes to the back of the ring
-    /// (returns true then). Notifies nobody: the caller does.
+    /// (returns true then: out of line, the caller's notification costs more than the call).
+    /// Notifies nobody: the caller does.
     #[inline]
     pub(crate) fn push_lifo(&self, cx: &WorkerContext<S>, task: NonNull<Task>) -> bool {
         // Release: a thief that swaps the task out sees its contents.
         let prev = cx.worker().lifo.swap(task.as_ptr(), Ordering::AcqRel);
         if let Some(prev) = NonNull::new(prev) {
-            self.push_ring(cx, prev);
+            self.push_ring_cold(cx, prev);
             return true;
         }
         false

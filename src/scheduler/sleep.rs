@@ -74,6 +74,16 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
+    /// `notify` for the paths that run rarely (a tick end, a park's dispatch, a fork left
+    /// unjoined, the first thread) or once per burst rather than per task (the worker's loop
+    /// after a wake-up or a batch moved into its ring): one out-of-line copy of the inlined
+    /// fast path they all share.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn notify_cold(&self, is_waking: bool) {
+        self.notify(is_waking);
+    }
+
     /// Does what a notify decided: unpark a sleeper, or start a thread.
     #[cold]
     #[inline(never)]
@@ -239,7 +249,7 @@ impl<S: Spawner> Inner<S> {
         let ring_empty = me.ring.is_empty();
         if !ring_empty {
             // More than we run next (the LIFO slot): one notification for the whole dispatch.
-            self.notify(false);
+            self.notify_cold(false);
         }
         !ring_empty || !me.lifo.load(Ordering::Relaxed).is_null()
     }

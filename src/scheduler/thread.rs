@@ -27,21 +27,37 @@ impl<S: Spawner> Inner<S> {
     /// that running out of memory is a failed spawn (`fallible`). Not published yet: the new
     /// thread does that (`register`); a spawn that fails frees it (`free_unstarted`).
     pub(crate) fn alloc_worker(&self) -> Result<NonNull<Worker<S>>, crate::Error> {
-        let worker = crate::fallible::try_box(Worker {
-            pool: ptr::from_ref(self).cast::<()>(),
-            next: ptr::null_mut(),
-            index: usize::MAX,
+        let pool = ptr::from_ref(self).cast::<()>();
+        // SAFETY: `init_worker` writes every field.
+        let worker = unsafe { crate::fallible::try_box_in_place(|dst| self.init_worker(dst, pool)) }?;
+        Ok(NonNull::from(Box::leak(worker)))
+    }
+
+    /// Writes a new worker's state at `dst`, field by field: 2 KiB with its ring and join
+    /// deque, which made as a value would be built on the stack and copied into the block.
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes.
+    unsafe fn init_worker(&self, dst: *mut Worker<S>, pool: *const ()) {
+        // SAFETY: the caller's contract; every field is written.
+        unsafe {
+            ptr::addr_of_mut!((*dst).pool).write(pool);
+            ptr::addr_of_mut!((*dst).next).write(ptr::null_mut());
+            ptr::addr_of_mut!((*dst).index).write(usize::MAX);
             // Hungry: the first join on this worker offers work, so a pool that may still
             // start threads starts one (context.rs, "The hungry flag").
-            demand: Demand::new(),
-            waiting_in_task: AtomicBool::new(false),
-            lifo: AtomicPtr::new(ptr::null_mut()),
-            ring: Ring::new(),
-            joins: JoinDeque::new(),
-            parker: self.spawner.new_parker(),
-            stats: CachePadded(Counters::default()),
-        })?;
-        Ok(NonNull::from(Box::leak(worker)))
+            ptr::addr_of_mut!((*dst).demand).write(Demand::new());
+            ptr::addr_of_mut!((*dst).waiting_in_task).write(AtomicBool::new(false));
+            ptr::addr_of_mut!((*dst).lifo).write(AtomicPtr::new(ptr::null_mut()));
+            Ring::init(ptr::addr_of_mut!((*dst).ring));
+            JoinDeque::init(ptr::addr_of_mut!((*dst).joins));
+            ptr::addr_of_mut!((*dst).parker).write(self.spawner.new_parker());
+            ptr::addr_of_mut!((*dst).stats).write(CachePadded(Counters::default()));
+        }
+        // Names every field: one added and not written above fails to compile here.
+        let _ = |w: &Worker<S>| {
+            let Worker { pool: _, next: _, index: _, demand: _, waiting_in_task: _, lifo: _, ring: _, joins: _, parker: _, stats: _ } = w;
+        };
     }
 
     /// Frees a worker from `alloc_worker` whose thread could not be started.
@@ -58,11 +74,11 @@ impl<S: Spawner> Inner<S> {
         let index = self.next_index.fetch_add(1, Ordering::Relaxed);
         // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
         // started thread gets a slot.
-        assert!(index < self.worker_table.len(), "more threads started than max_threads");
+        let slot = self.worker_table.get(index).expect("more threads started than max_threads");
         // SAFETY: not yet published, so still exclusively ours.
         unsafe { (*worker.as_ptr()).index = index };
         // Release: the worker's fields are initialised before anyone can reach it.
-        self.worker_table[index].store(worker.as_ptr(), Ordering::Release);
+        slot.store(worker.as_ptr(), Ordering::Release);
         let mut head = self.workers.load(Ordering::Relaxed);
         loop {
             // SAFETY: not yet published, so still exclusively ours.

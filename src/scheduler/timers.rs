@@ -61,7 +61,7 @@ impl<S: Spawner> Inner<S> {
             return;
         }
         if inner.current_context().is_none() {
-            inner.notify(false);
+            inner.notify_cold(false);
         }
     }
 
@@ -138,14 +138,14 @@ impl<S: Spawner> Delayed<S> {
         // SAFETY: the box's reference keeps the pool alive until `release_pool` below.
         let inner = unsafe { pool.as_ref() };
         match inner.current_context() {
-            Some(me) => inner.push_ring(me, task),
+            Some(me) => inner.push_ring_cold(me, task),
             // Internal push: accepted after the injector closed (shutdown runs what is left in
             // it once the workers are gone).
             None => {
                 let _ = inner.injector.push(Batch::from(task), false);
             }
         }
-        inner.notify(false);
+        inner.notify_cold(false);
         // SAFETY: the box's reference, taken in `submit_after`.
         unsafe { release_pool::<S>(pool) };
     }

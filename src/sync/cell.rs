@@ -17,6 +17,14 @@ impl<T> UnsafeCell<T> {
     }
 
     /// Shared access through a raw pointer; the caller's closure upholds aliasing.
+    /// The value's address from the cell's, which need not be initialised yet (to write the
+    /// value in place: `TryLock::init`).
+    #[inline]
+    pub(crate) const fn raw_get(this: *const Self) -> *mut T {
+        // `repr(transparent)`: the cell is core's cell, at the same address.
+        core::cell::UnsafeCell::raw_get(this.cast::<core::cell::UnsafeCell<T>>())
+    }
+
     #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
         f(self.0.get())

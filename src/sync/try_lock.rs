@@ -44,6 +44,29 @@ impl<T> TryLock<T> {
         Self { locked: AtomicBool::new(false), data: UnsafeCell::new(data) }
     }
 
+    /// Writes an unlocked lock at `dst`, whose value `init` writes in place (a large value,
+    /// the timer wheel's, is then not built on the stack and copied).
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes; `init` initialises the whole `T` at the pointer
+    /// it is given (aligned, valid for writes).
+    pub(crate) unsafe fn init(dst: *mut Self, init: impl FnOnce(*mut T)) {
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract; both fields written, `data` through `init`.
+        unsafe {
+            core::ptr::addr_of_mut!((*dst).locked).write(AtomicBool::new(false));
+            init(UnsafeCell::raw_get(core::ptr::addr_of!((*dst).data)));
+        }
+        // Loom's cell has no raw access: the value is made aside and moved in.
+        #[cfg(loom)]
+        // SAFETY: the caller's contracts: `init` initialises the value, `dst` takes the lock.
+        unsafe {
+            let mut data = core::mem::MaybeUninit::<T>::uninit();
+            init(data.as_mut_ptr());
+            dst.write(Self::new(data.assume_init()));
+        }
+    }
+
     /// The lock, if it is free.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<Locked<'_, T>> {

@@ -31,10 +31,14 @@
 //! read by anyone without it: the workers' tick end and their park decision (`scheduler`).
 
 use core::marker::PhantomPinned;
+use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
+use self::batch::Batch;
 use crate::sync::{spin_hint, AtomicU32, AtomicU64, AtomicUsize, Locked, Ordering, TryLock, UnsafeCell};
+
+mod batch;
 
 /// Levels of the wheel.
 pub(crate) const LEVELS: usize = 6;
@@ -216,13 +220,12 @@ impl Wheel {
                 continue;
             }
             let shift = SLOT_BITS as usize * level;
-            let slot_range = 1u64 << shift;
-            let level_range = slot_range << SLOT_BITS;
-            let now_slot = ((self.elapsed >> shift) & (SLOTS as u64 - 1)) as u32;
-            let slot = (occupied.rotate_right(now_slot).trailing_zeros() + now_slot) as usize % SLOTS;
-            let level_start = self.elapsed & !(level_range - 1);
-            let mut start = level_start + slot as u64 * slot_range;
-            if start < level_start + u64::from(now_slot) * slot_range {
+            let level_range = 1u64 << (shift + SLOT_BITS as usize);
+            let now_slot = slot_for(self.elapsed, level);
+            // The first occupied slot at or after the current one, going round the level.
+            let slot = (occupied.rotate_right(now_slot as u32).trailing_zeros() as usize + now_slot) % SLOTS;
+            let mut start = (self.elapsed & !(level_range - 1)) + ((slot as u64) << shift);
+            if slot < now_slot {
                 // Wrapped round: the slot belongs to the next turn of this level.
                 start += level_range;
             }
@@ -267,9 +270,10 @@ impl Wheel {
         unsafe {
             let (prev, next, level, slot) = (*e).links.with(|l| ((*l).prev, (*l).next, (*l).level as usize, (*l).slot as usize));
             if prev.is_null() {
-                self.slots[level][slot] = next;
+                // In bounds: `link` stored them from `level_for` and `slot_for`.
+                *self.head_mut(level, slot) = next;
                 if next.is_null() {
-                    self.occupied[level] &= !(1 << slot);
+                    *self.occupied.get_unchecked_mut(level) &= !(1 << slot);
                 }
             } else {
                 (*prev).links.with_mut(|p| (*p).next = next);
@@ -280,59 +284,95 @@ impl Wheel {
         }
     }
 
+    /// The head of slot `slot` of level `level`, without a bounds check (the callers' indices
+    /// come from `level_for`/`slot_for` or `next_expiration`, in bounds by construction).
+    ///
+    /// # Safety
+    /// `level < LEVELS` and `slot < SLOTS`.
+    #[inline]
+    unsafe fn head_mut(&mut self, level: usize, slot: usize) -> &mut *mut Entry {
+        debug_assert!(level < LEVELS && slot < SLOTS);
+        // SAFETY: the caller's contract: both indices in bounds.
+        unsafe { self.slots.get_unchecked_mut(level).get_unchecked_mut(slot) }
+    }
+
     fn next_tick(&self) -> u64 {
         self.next_expiration().map_or(NONE, |(_, _, start)| start)
     }
 }
 
 /// Expired entries moved out of the wheel, whose actions run once the lock is released.
-struct Batch {
-    items: [Option<(Action, NonNull<Entry>)>; FIRE_BATCH],
-    len: usize,
-}
+type Expired = Batch<(Action, NonNull<Entry>), FIRE_BATCH>;
 
-impl Batch {
-    fn new() -> Self {
-        Self { items: [const { None }; FIRE_BATCH], len: 0 }
-    }
-
-    fn is_full(&self) -> bool {
-        self.len == FIRE_BATCH
-    }
-
-    /// Runs every action (outside the lock).
-    fn run(&mut self, shutdown: bool) {
-        for item in &mut self.items[..self.len] {
-            match item.take() {
-                Some((Action::Wake(waker), _)) => waker.wake(),
-                // SAFETY: the wheel handed the entry over with its action (`Action::Call`).
-                Some((Action::Call(f), entry)) => unsafe { f(entry, shutdown) },
-                Some((Action::None, _)) | None => {}
-            }
-        }
-        self.len = 0;
-    }
+/// Runs the actions of a batch of expired entries (outside the lock), in the order they
+/// expired.
+fn run_expired(batch: &mut Expired, shutdown: bool) {
+    batch.drain(|(action, entry)| match action {
+        Action::Wake(waker) => waker.wake(),
+        // SAFETY: the wheel handed the entry over with its action (`Action::Call`).
+        Action::Call(f) => unsafe { f(entry, shutdown) },
+        Action::None => {}
+    });
 }
 
 impl Timers {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new() -> Self {
-        Self {
-            wheel: TryLock::new(Wheel {
-                elapsed: 0,
-                occupied: [0; LEVELS],
-                slots: [[ptr::null_mut(); SLOTS]; LEVELS],
-                closed: false,
-            }),
-            next_tick: AtomicU64::new(NONE),
-            pending: AtomicUsize::new(0),
+        let mut timers = MaybeUninit::<Self>::uninit();
+        // SAFETY: a local, aligned and writable.
+        unsafe {
+            Self::init(timers.as_mut_ptr());
+            timers.assume_init()
         }
+    }
+
+    /// Writes an empty wheel at `dst`, in place: the pool's state holds it, and its 1.5 KiB of
+    /// slots made as a value would be built on the stack and copied.
+    ///
+    /// # Safety
+    /// `dst` is aligned and valid for writes.
+    pub(crate) unsafe fn init(dst: *mut Self) {
+        // SAFETY: the caller's contract; every field is written (the wheel's by its lock's
+        // `init`, with every field of `Wheel`).
+        unsafe {
+            TryLock::init(ptr::addr_of_mut!((*dst).wheel), |w: *mut Wheel| {
+                ptr::addr_of_mut!((*w).elapsed).write(0);
+                ptr::addr_of_mut!((*w).occupied).write([0; LEVELS]);
+                let slots = ptr::addr_of_mut!((*w).slots).cast::<*mut Entry>();
+                for i in 0..LEVELS * SLOTS {
+                    slots.add(i).write(ptr::null_mut());
+                }
+                ptr::addr_of_mut!((*w).closed).write(false);
+                // Names every field: one added and not written above fails to compile here.
+                let _ = |w: &Wheel| {
+                    let Wheel { elapsed: _, occupied: _, slots: _, closed: _ } = w;
+                };
+            });
+            ptr::addr_of_mut!((*dst).next_tick).write(AtomicU64::new(NONE));
+            ptr::addr_of_mut!((*dst).pending).write(AtomicUsize::new(0));
+        }
+        // As above.
+        let _ = |t: &Self| {
+            let Self { wheel: _, next_tick: _, pending: _ } = t;
+        };
     }
 
     /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
     /// SeqCst for the timer role's decision (`scheduler::park`).
+    #[cfg(target_has_atomic = "64")]
     #[inline]
     pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
         self.next_tick.load(order)
+    }
+
+    /// As above, where the target has no 64-bit atomics: the load is then `portable_atomic`'s
+    /// lock-based emulation, some 280 bytes of code, so it stays out of line (one copy, not one
+    /// per caller: one call costs little beside it), and it is always SeqCst, at least as
+    /// strong as any caller asks, so that the one copy needs no test of the ordering.
+    #[cfg(not(target_has_atomic = "64"))]
+    #[inline(never)]
+    pub(crate) fn next_tick(&self, _order: Ordering) -> u64 {
+        self.next_tick.load(Ordering::SeqCst)
     }
 
     /// Timers in the wheel.
@@ -423,7 +463,7 @@ impl Timers {
             (*e).state.store(QUEUED, Ordering::Relaxed);
             old
         };
-        let before = self.next_tick.load(Ordering::Relaxed);
+        let before = self.next_tick(Ordering::Relaxed);
         let next = self.publish(wheel);
         drop(guard);
         drop(old);
@@ -460,7 +500,7 @@ impl Timers {
 
     /// Moves out, under the lock, up to a batch of entries whose deadline is at or before
     /// `now_tick`; true if more may remain.
-    fn collect_expired(&self, wheel: &mut Wheel, now_tick: u64, batch: &mut Batch) -> bool {
+    fn collect_expired(&self, wheel: &mut Wheel, now_tick: u64, batch: &mut Expired) -> bool {
         loop {
             let Some((level, slot, start)) = wheel.next_expiration() else {
                 wheel.elapsed = wheel.elapsed.max(now_tick);
@@ -473,7 +513,9 @@ impl Timers {
             wheel.elapsed = wheel.elapsed.max(start);
             // Empty the slot one entry at a time (a full batch stops part-way).
             loop {
-                let e = wheel.slots[level][slot];
+                // SAFETY: `next_expiration` returns `level < LEVELS` (its loop's bound) and
+                // `slot < SLOTS` (taken modulo `SLOTS`).
+                let e = unsafe { *wheel.head_mut(level, slot) };
                 if e.is_null() {
                     break;
                 }
@@ -481,7 +523,7 @@ impl Timers {
                     return true;
                 }
                 // SAFETY: linked entries are live (their owners unlink them before freeing),
-                // and we hold the lock.
+                // and we hold the lock; the batch is not full (checked above).
                 unsafe {
                     wheel.unlink(e);
                     let tick = (*e).links.with(|l| (*l).tick);
@@ -491,8 +533,7 @@ impl Timers {
                     // however far the clock jumped (tokio does the same).
                     if tick <= start {
                         let action = (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None));
-                        batch.items[batch.len] = Some((action, NonNull::new_unchecked(e)));
-                        batch.len += 1;
+                        batch.push((action, NonNull::new_unchecked(e)));
                         self.pending.fetch_sub(1, Ordering::Relaxed);
                         // Release: our last access to the entry (`is_fired`).
                         (*e).state.store(FIRED, Ordering::Release);
@@ -508,7 +549,21 @@ impl Timers {
     /// it (else return at once and leave the work to that thread or a later call). Returns
     /// whether it ran (had the lock).
     pub(crate) fn fire(&self, now_tick: u64, wait: bool) -> bool {
-        let mut batch = Batch::new();
+        self.expire(now_tick, wait, false)
+    }
+
+    /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
+    /// actions get `shutdown = true`). Later registrations return `Closed`.
+    pub(crate) fn shutdown(&self) {
+        self.expire(u64::MAX - 1, true, true);
+    }
+
+    /// `fire` and `shutdown`: batch by batch, moves out what is due at `now_tick` (closing the
+    /// wheel first if `shutdown`) and runs it unlocked. One copy for both (neither is on a
+    /// hot path).
+    #[inline(never)]
+    fn expire(&self, now_tick: u64, wait: bool, shutdown: bool) -> bool {
+        let mut batch = Expired::new();
         loop {
             let mut guard = if wait {
                 self.lock()
@@ -519,30 +574,15 @@ impl Timers {
                 }
             };
             let wheel = &mut *guard;
+            if shutdown {
+                wheel.closed = true;
+            }
             let more = self.collect_expired(wheel, now_tick, &mut batch);
             self.publish(wheel);
             drop(guard);
-            batch.run(false);
+            run_expired(&mut batch, shutdown);
             if !more {
                 return true;
-            }
-        }
-    }
-
-    /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
-    /// actions get `shutdown = true`). Later registrations return `Closed`.
-    pub(crate) fn shutdown(&self) {
-        let mut batch = Batch::new();
-        loop {
-            let mut guard = self.lock();
-            let wheel = &mut *guard;
-            wheel.closed = true;
-            let more = self.collect_expired(wheel, u64::MAX - 1, &mut batch);
-            self.publish(wheel);
-            drop(guard);
-            batch.run(true);
-            if !more {
-                return;
             }
         }
     }
