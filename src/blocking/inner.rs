@@ -109,8 +109,8 @@ pub(crate) struct Inner<S: Spawner> {
     pub(crate) link: PoolLink,
     /// Null. Its address is what this pool's threads store as their current worker
     /// (`Spawner::set_current_worker`, `is_pool_thread`); code that reads a current worker as
-    /// the head of a worker context of a pool with a waiting loop (`scheduler::AnyPool`) finds
-    /// none in it.
+    /// the head of a worker context (`ContextHead::pool`, the pool whose waiting loop the
+    /// thread runs) finds none in it.
     pub(super) thread_mark: *const (),
 }
 

@@ -134,8 +134,8 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
     let job = job.cast::<FnJob>();
     // SAFETY: the contract of `pool_worker_fork` (pool.h): `worker` is this thread's context
     // (of either type: repr(C), its head first), live until the code it was handed to
-    // returns; `PoolJob` has `FnJob`'s layout (asserted above). Its pool tells its type: only
-    // the global pool has `ThreadSpawner` here.
+    // returns; `PoolJob` has `FnJob`'s layout (asserted above). Its pool's address tells its
+    // type: only the global pool has `ThreadSpawner` here.
     let done = unsafe {
         let head = ContextHead::of(worker.cast());
         // The paths that need no platform type first: an unrecorded fork and its join.
@@ -151,7 +151,7 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
                 }
             }
         }
-        if crate::os::global::built().is_some_and(|g| g.inner().any() == head.pool) {
+        if crate::os::global::built().is_some_and(|g| NonNull::from(g.inner()).cast() == head.pool) {
             apply(worker.cast::<WorkerContext<ThreadSpawner>>().as_ref(), job, op)
         } else {
             apply(worker.cast::<WorkerContext<CSpawner>>().as_ref(), job, op)

@@ -173,7 +173,7 @@ impl<S: Spawner> ThreadPool<S> {
         F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
         R: Send,
     {
-        let job = StackJob::new(f, self.inner().any());
+        let job = StackJob::new(f, self.inner());
         // SAFETY: the job lives in this frame until its signal is set (we wait for it below);
         // on error it was not queued and is still ours.
         match unsafe { self.submit(job.task()) } {

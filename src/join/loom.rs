@@ -37,7 +37,7 @@ fn join_handshake_stolen_vs_taken_back() {
                 s2.store(42, Ordering::Relaxed);
                 7usize
             },
-            pool.inner().any(),
+            pool.inner(),
         );
         let task = job.task();
         // SAFETY: this thread owns `d`; the Arc outlives the half.

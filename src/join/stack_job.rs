@@ -11,7 +11,7 @@ use crate::panic::{catch, resume, Panic};
 use crate::platform::Spawner;
 use crate::scheduler::job::JobHeader;
 use crate::scheduler::job::Until;
-use crate::scheduler::{AnyPool, Inner, WorkerContext};
+use crate::scheduler::{Inner, WorkerContext};
 use crate::sync::UnsafeCell;
 use crate::task::Task;
 
@@ -66,11 +66,11 @@ where
     /// A job ready to queue, running `func` with the worker context of `pool`'s worker that
     /// runs it (`None` where there is none).
     #[inline]
-    pub(crate) fn new(func: F, pool: AnyPool) -> Self {
+    pub(crate) fn new(func: F, pool: &Inner<S>) -> Self {
         let job = Self::latent(func);
         // SAFETY: a fresh job, not queued, ours. (`Offered` holds no pointer into the job, so
         // the job may move after.)
-        unsafe { JobHeader::offer(job.task(), pool) };
+        unsafe { JobHeader::offer(job.task(), NonNull::from(pool).cast()) };
         job
     }
 

@@ -62,7 +62,7 @@ impl<T> BlockingHandle<T> {
         match super::thread::current_pool() {
             // SAFETY: the pool this thread works for outlives the code it runs; the handle is
             // the signal's one waiter.
-            Some(pool) => unsafe { (pool.ops().wait)(pool, done) },
+            Some(pool) => unsafe { (pool.ops.wait)(pool.pool, done) },
             None => {
                 done.wait(&DefaultParker::default(), None);
             }

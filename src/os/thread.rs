@@ -49,7 +49,7 @@ pub(crate) fn set_current_worker(worker: *const ()) {
 /// blocking handle's `join` waits through its waiting loop); `None` on any other thread.
 pub(crate) fn current_pool() -> Option<AnyPool> {
     // SAFETY: only those pools store in this slot, on their own threads.
-    unsafe { ContextHead::pool_of(current_worker()) }
+    unsafe { ContextHead::any_of(current_worker()) }
 }
 
 /// Starts pool threads as `std::thread`s, parking them on `P` ([`DefaultParker`] unless chosen).

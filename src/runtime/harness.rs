@@ -21,7 +21,6 @@ use super::state::{Snapshot, State, TransitionToComplete, TransitionToIdle, Tran
 use super::waker::raw_waker;
 use crate::panic::catch;
 use crate::latch::Signal;
-use crate::scheduler::AnyPool;
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
 
@@ -37,12 +36,13 @@ impl<F: TaskFuture, Sch: Schedule> Cell<F, Sch> {
         read_output: read_output::<F, Sch>,
         drop_output: drop_output::<F, Sch>,
         dealloc: dealloc::<F, Sch>,
+        sched_ops: Sch::OPS,
     };
 }
 
 /// Allocates a task (the one allocation per spawn) in state [`Snapshot::INITIAL`]: scheduled,
 /// with a join handle, two references (the queue's and the handle's). The caller queues it.
-pub(crate) fn allocate<F: TaskFuture, Sch: Schedule>(future: F, sched: AnyPool) -> NonNull<Header> {
+pub(crate) fn allocate<F: TaskFuture, Sch: Schedule>(future: F, sched: NonNull<()>) -> NonNull<Header> {
     let cell = Box::new(Cell::<F, Sch> {
         header: Header {
             task: Task::new(run::<F, Sch>),
@@ -291,5 +291,5 @@ unsafe fn dealloc<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>) {
     // read, a waker left in the join signal.
     let _ = catch(move || drop(cell));
     // SAFETY: once per task, last.
-    unsafe { (sched.ops().release)(sched) };
+    unsafe { (Sch::OPS.release)(sched) };
 }

@@ -26,15 +26,15 @@ use core::ptr::NonNull;
 use super::error::JoinError;
 use super::state::State;
 use crate::latch::Signal;
-use crate::scheduler::AnyPool;
+use crate::scheduler::any_pool::{AnyPool, PoolOps};
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
 
-/// What the harness, which knows the scheduler's type, asks of it directly: the pool
-/// (`super::pool::PoolScheduler`) or, in the loom models, a queue the model drives by hand.
-/// Everything else a task asks of its scheduler without knowing the type (a wake's submit,
-/// a `JoinHandle::join`'s wait, its timers, the release of its reference) goes through the
-/// scheduler's table ([`AnyPool`], `scheduler::any_pool`), to which `sched` points.
+/// A task's scheduler: the pool (`super::pool::PoolScheduler`) or, in the loom models, a queue
+/// the model drives by hand. What the harness, which knows the type, asks of it directly;
+/// everything else a task asks of its scheduler without knowing the type (a wake's submit, a
+/// `JoinHandle::join`'s wait, its timers, the release of its reference) goes through its
+/// table ([`AnyPool`], `scheduler::any_pool`).
 ///
 /// # Safety
 /// `sched` is the scheduler given to `allocate`, live until its table's `release` has been
@@ -42,18 +42,20 @@ use crate::task::Task;
 /// `Ok` means the task's callback will be called exactly once, the pool's task contract;
 /// `Err` means never, and the task is still the caller's), here for the harness to inline.
 pub(crate) unsafe trait Schedule: 'static {
+    /// The scheduler's table.
+    const OPS: &'static PoolOps;
     /// Queues the task. `lifo`: spawned, or woken by someone else (runs next on this worker);
     /// false: re-queued by its own poll (goes to the back, so others run first).
     ///
     /// # Safety
     /// `task` is a task header with `SCHEDULED` (or, re-queued by its own poll, `RUNNING`) set
     /// and a reference held for the queue.
-    unsafe fn schedule(sched: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()>;
+    unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()>;
     /// Whether the scheduler is shutting down: a task about to be polled is cancelled instead.
     ///
     /// # Safety
     /// `sched` is live (see the trait).
-    unsafe fn is_closed(sched: AnyPool) -> bool;
+    unsafe fn is_closed(sched: NonNull<()>) -> bool;
 }
 
 /// The type-specific operations, one static table per (future type, scheduler type); the
@@ -70,6 +72,8 @@ pub(crate) struct Vtable {
     pub(super) drop_output: unsafe fn(NonNull<Header>),
     /// Frees the allocation (the last reference is gone).
     pub(super) dealloc: unsafe fn(NonNull<Header>),
+    /// The scheduler's table ([`Schedule::OPS`]): with `sched`, the task's [`AnyPool`].
+    pub(super) sched_ops: &'static PoolOps,
 }
 
 /// The type-independent part of every task; first in the allocation, with the pool's `Task`
@@ -82,8 +86,8 @@ pub(crate) struct Header {
     pub(super) state: State,
     /// Immutable after `allocate`.
     pub(super) vtable: &'static Vtable,
-    /// The scheduler (the pool), type-erased. Immutable after `allocate`.
-    pub(super) sched: AnyPool,
+    /// The scheduler's address (the pool), type-erased. Immutable after `allocate`.
+    pub(super) sched: NonNull<()>,
     /// Set once the task is complete, when a `JoinHandle` exists (module docs).
     pub(super) join: Signal,
 }
@@ -163,7 +167,8 @@ impl Header {
     /// The caller holds a reference on the task (or polls it).
     pub(crate) unsafe fn sched(header: NonNull<Header>) -> AnyPool {
         // SAFETY: the caller's contract.
-        unsafe { header.as_ref() }.sched
+        let h = unsafe { header.as_ref() };
+        AnyPool { pool: h.sched, ops: h.vtable.sched_ops }
     }
 
     /// The state (for Debug).
@@ -198,7 +203,7 @@ impl Header {
         // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
         let h = unsafe { header.as_ref() };
         // SAFETY: forwarded contract.
-        if unsafe { (h.sched.ops().schedule)(h.sched, Header::task(header), lifo) }.is_err() {
+        if unsafe { (h.vtable.sched_ops.schedule)(h.sched, Header::task(header), lifo) }.is_err() {
             // SAFETY: refused, so SCHEDULED and the reference are still ours.
             unsafe { (h.vtable.cancel_scheduled)(header) };
         }

@@ -75,8 +75,8 @@ impl<T> JoinHandle<T> {
             // SAFETY: the JoinHandle's reference keeps the header and its scheduler alive; we
             // are the join signal's one waiter. The wait returns once the signal is set.
             unsafe {
-                let h = header.as_ref();
-                (h.sched.ops().wait)(h.sched, &h.join);
+                let sched = Header::sched(header);
+                (sched.ops.wait)(sched.pool, &header.as_ref().join);
             }
         }
         debug_assert!(Header::is_complete(header));

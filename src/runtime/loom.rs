@@ -27,7 +27,6 @@ use super::JoinHandle;
 use crate::latch::Signal;
 use crate::loom::{model, LoomParker};
 use crate::scheduler::any_pool::PoolOps;
-use crate::scheduler::AnyPool;
 use crate::task::Task;
 
 struct Queued(NonNull<Task>);
@@ -35,10 +34,7 @@ struct Queued(NonNull<Task>);
 unsafe impl Send for Queued {}
 
 /// A queue of tasks that the model runs by hand.
-#[repr(C)]
 struct ManualQueue {
-    /// First: a task's `AnyPool` points here (`OPS`).
-    ops: &'static PoolOps,
     queue: Mutex<VecDeque<Queued>>,
     closed: AtomicBool,
     /// Tasks allocated and not yet freed.
@@ -50,7 +46,6 @@ struct ManualQueue {
 impl ManualQueue {
     fn new() -> Arc<Self> {
         Arc::new(Self {
-            ops: &OPS,
             queue: Mutex::new(VecDeque::new()),
             closed: AtomicBool::new(false),
             live: AtomicUsize::new(0),
@@ -103,15 +98,15 @@ impl ManualQueue {
     ///
     /// # Safety
     /// `sched` is a queue's (`spawn`), on which the caller's task holds an `Arc` reference.
-    unsafe fn of<'a>(sched: AnyPool) -> &'a Self {
-        // SAFETY: the caller's contract; `ops` is the first field of the repr(C) queue.
-        unsafe { sched.ops_field().cast::<Self>().as_ref() }
+    unsafe fn of<'a>(sched: NonNull<()>) -> &'a Self {
+        // SAFETY: the caller's contract.
+        unsafe { sched.cast::<Self>().as_ref() }
     }
 
     /// Helps while there is queued work, then parks until the signal is set (so a model's
     /// blocking `join` registers a parker in the join signal, as a pool's wait does; another
     /// thread of the model must then run the task).
-    unsafe fn wait(sched: AnyPool, signal: &Signal) {
+    unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
         // SAFETY: as `of`.
         let q = unsafe { Self::of(sched) };
         while !signal.is_set() {
@@ -122,11 +117,11 @@ impl ManualQueue {
         }
     }
 
-    unsafe fn release(sched: AnyPool) {
+    unsafe fn release(sched: NonNull<()>) {
         // SAFETY: as `of`.
         unsafe { Self::of(sched) }.live.fetch_sub(1, Ordering::Release);
         // SAFETY: the task's reference, from `Arc::into_raw` in `spawn`.
-        drop(unsafe { Arc::from_raw(sched.ops_field().cast::<Self>().as_ptr().cast_const()) });
+        drop(unsafe { Arc::from_raw(sched.cast::<Self>().as_ptr().cast_const()) });
     }
 }
 
@@ -145,7 +140,9 @@ static OPS: PoolOps = PoolOps {
 // SAFETY: `schedule` queues the task for exactly one `run_one`, or refuses it (closed); the
 // queue lives until every task released its `Arc` reference.
 unsafe impl Schedule for ManualQueue {
-    unsafe fn schedule(sched: AnyPool, task: NonNull<Task>, _lifo: bool) -> Result<(), ()> {
+    const OPS: &'static PoolOps = &OPS;
+
+    unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, _lifo: bool) -> Result<(), ()> {
         // SAFETY: a task holds an Arc reference on the queue.
         let q = unsafe { Self::of(sched) };
         if q.closed.load(Ordering::Acquire) {
@@ -156,7 +153,7 @@ unsafe impl Schedule for ManualQueue {
         Ok(())
     }
 
-    unsafe fn is_closed(sched: AnyPool) -> bool {
+    unsafe fn is_closed(sched: NonNull<()>) -> bool {
         // SAFETY: as above.
         unsafe { Self::of(sched) }.closed.load(Ordering::Acquire)
     }
@@ -169,9 +166,7 @@ where
     F::Output: Send + 'static,
 {
     q.live.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the queue's `ops` (its first field), from a pointer to the whole queue; the
-    // task's `Arc` reference keeps it alive until the table's `release`.
-    let sched = unsafe { AnyPool::from_ops(NonNull::new(Arc::into_raw(q.clone()).cast_mut()).unwrap().cast()) };
+    let sched = NonNull::new(Arc::into_raw(q.clone()).cast_mut()).unwrap().cast::<()>();
     let header = harness::allocate::<F, ManualQueue>(future, sched);
     // SAFETY: a fresh task: SCHEDULED with the queue's reference.
     unsafe { ManualQueue::schedule(sched, Header::task(header), true) }.unwrap();

@@ -20,7 +20,8 @@ use super::header::{Header, Schedule};
 use super::JoinHandle;
 use crate::platform::Spawner;
 use crate::error::Error;
-use crate::scheduler::{AnyPool, Inner, ThreadPool};
+use crate::scheduler::any_pool::PoolOps;
+use crate::scheduler::{Inner, ThreadPool};
 use crate::sync::Ordering;
 use crate::task::Task;
 
@@ -57,8 +58,7 @@ impl<S: Spawner> ThreadPool<S> {
         // may free `Inner` through it (`PoolScheduler::release`), which a shared reference's
         // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
         // wake_after_pool_dropped).
-        // SAFETY: the handle's pointer, to the whole live pool.
-        let header = harness::allocate::<F, PoolScheduler<S>>(future, unsafe { Inner::erase(self.inner) });
+        let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.acquire();
         let task = Header::task(header);
         // On a worker: its LIFO slot, as a wake (`schedule_slow`), with the spawn counted on the
@@ -95,10 +95,12 @@ pub(crate) struct PoolScheduler<S>(PhantomData<fn() -> S>);
 // SAFETY: `schedule` is the table's (the pool's submit: Ok = runs exactly once); `Inner` lives
 // until the table's `release` dropped the last task reference (and the handle's).
 unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
+    const OPS: &'static PoolOps = &Inner::<S>::OPS;
+
     /// Inlined into the harness's poll: its re-queue of a task woken during its own poll is the
     /// yield path (`Inner::schedule_of`).
     #[inline(always)]
-    unsafe fn schedule(sched: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+    unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
         // SAFETY: forwarded contract.
         unsafe { Inner::<S>::schedule_of(sched, task, lifo) }
     }
@@ -110,9 +112,9 @@ unsafe impl<S: Spawner> Schedule for PoolScheduler<S> {
     /// read it in `wait` (so this Relaxed load sees it too), and the thread running the
     /// left-overs set it itself.
     #[inline]
-    unsafe fn is_closed(sched: AnyPool) -> bool {
-        // SAFETY: as above.
-        let inner = unsafe { Inner::<S>::unerase(sched).as_ref() };
+    unsafe fn is_closed(sched: NonNull<()>) -> bool {
+        // SAFETY: the task holds a reference on the pool, an `Inner<S>`.
+        let inner = unsafe { sched.cast::<Inner<S>>().as_ref() };
         inner.protocol.load(Ordering::Relaxed).state() == crate::scheduler::sync_word::State::Shutdown
     }
 }

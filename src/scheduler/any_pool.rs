@@ -1,31 +1,34 @@
-//! [`AnyPool`]: the crate's one way of erasing a pool's platform type. A pool's shared state
-//! (`Inner<S>`) holds, in its `ops` field, a static table of `unsafe fn`s for its spawner type
+//! [`AnyPool`]: the crate's one way of erasing a pool's platform type: the pool's address
+//! (`Inner<S>`, type-erased) and a static table of `unsafe fn`s for its spawner type
 //! ([`PoolOps`], `Inner::OPS` in `inner.rs`, its entries beside what they do: `pool.rs`,
-//! `timers.rs`); an `AnyPool` is a pointer to that field, which code that does not know `S`
-//! passes around and calls through. The table's functions, which do know it, find the rest of
-//! the pool from the field's offset (`Inner::unerase`).
+//! `timers.rs`), which code that does not know `S` calls with that address.
 //!
 //! It serves everything that holds a pool without its type:
-//! * a worker context's head (`ContextHead::pool`): which pool a thread works for, read by
-//!   the thread-local lookup (`Inner::current_context`) and the C API (`capi::job`);
-//! * a queued join job's pool (`JobHeader`), whose worker context its closure gets;
 //! * a timer bound to a pool (`crate::time`): the wheel, the clock, the kick, the reference
 //!   that keeps the pool's memory alive;
 //! * an async task's scheduler (`crate::runtime`): the queue a wake submits to, the wait of a
-//!   `JoinHandle::join`, the reference released when the task is freed (the loom models'
-//!   hand-driven queue brings a table of its own).
+//!   `JoinHandle::join`, the reference released when the task is freed (the task's header
+//!   holds the address and its vtable the table, so the header keeps its size; the loom
+//!   models' hand-driven queue brings a table of its own);
+//! * with `std`, the pool a thread works for, read from its worker context's head
+//!   (`ContextHead::any_of`) by a blocking handle's `join`, which waits through it.
 //!
-//! Not the C layer's slow fork and join of a `struct pool_job` (`capi::job`, `job_op`):
-//! they are the join layer's (`WorkerContext::fork_fn_slow`), which a table built here cannot
-//! name, so the C layer, which knows its two platform types, tells them apart by the
-//! context's `AnyPool` (one compare on that path, no indirect call).
+//! Where the type is known again at the end of the path, the address alone is kept: a worker
+//! context's head (`ContextHead::pool`, whose pool a thread-local lookup compares), a queued
+//! join job's pool (`JobHeader`, which its runner's typed callback turns back into the pool),
+//! and the C layer's slow fork and join of a `struct pool_job` (`capi::job`, `job_op`), which
+//! knows its two platform types and tells them apart by the head's address: those are join-
+//! layer methods, which a table built here cannot name.
+//!
+//! The table is referenced only where an `AnyPool` is made (`Inner::any`: a bound timer, a
+//! spawned task, a worker context with `std`), so a program that uses none of those links
+//! none of its entries (the `no_std` footprint, FOOTPRINT.md).
 //!
 //! # Invariants
-//! * An `AnyPool` is made from a pointer to the whole pool (so the table's functions may step
-//!   back from the field to the pool), and the pool outlives every use of it: its owner holds
-//!   a reference on the pool's memory (a task, a bound timer), or runs on one of its threads
-//!   (a worker context, a job).
-//! * `ops` is written once, when the pool is built, and never changes.
+//! * `pool` is the address of a live `Inner<S>` whose `S` is the one `ops` was made for,
+//!   with the provenance of the whole pool, and the pool outlives every use of the `AnyPool`:
+//!   its holder holds a reference on the pool's memory (a task, a bound timer) or runs on one
+//!   of its threads (a worker).
 
 use core::ptr::NonNull;
 
@@ -34,59 +37,36 @@ use crate::task::Task;
 use crate::timer::Timers;
 
 /// What code that does not know a pool's platform type may ask of it (module docs). Every
-/// function takes the pool it was reached from.
+/// function takes the address of the pool it was reached through.
 pub(crate) struct PoolOps {
     /// Queues an async task (`Schedule::schedule`): `lifo`, woken by another task (runs next
     /// on this worker); else to the back. `Err`: refused, the task is still the caller's.
-    pub(crate) schedule: unsafe fn(AnyPool, NonNull<Task>, bool) -> Result<(), ()>,
+    pub(crate) schedule: unsafe fn(NonNull<()>, NonNull<Task>, bool) -> Result<(), ()>,
     /// Waits until the signal is set, as `ThreadPool::wait_for`: through the waiting loop on
     /// one of the pool's workers, parked elsewhere.
-    pub(crate) wait: unsafe fn(AnyPool, &Signal),
+    pub(crate) wait: unsafe fn(NonNull<()>, &Signal),
     /// The pool's timing wheel.
-    pub(crate) timers: unsafe fn(AnyPool) -> NonNull<Timers>,
+    pub(crate) timers: unsafe fn(NonNull<()>) -> NonNull<Timers>,
     /// The pool's clock (`Spawner::now_ns`).
-    pub(crate) now_ns: unsafe fn(AnyPool) -> Option<u64>,
+    pub(crate) now_ns: unsafe fn(NonNull<()>) -> Option<u64>,
     /// A timer became the earliest: make sure a worker looks at the new deadline.
-    pub(crate) kick: unsafe fn(AnyPool),
+    pub(crate) kick: unsafe fn(NonNull<()>),
     /// Takes a reference on the pool's memory.
-    pub(crate) acquire: unsafe fn(AnyPool),
+    pub(crate) acquire: unsafe fn(NonNull<()>),
     /// Drops one (the last frees the pool's memory).
-    pub(crate) release: unsafe fn(AnyPool),
+    pub(crate) release: unsafe fn(NonNull<()>),
 }
 
-/// A pool of any platform type (module docs): a pointer to its `ops` field.
-#[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AnyPool(pub(super) NonNull<&'static PoolOps>);
+/// A pool of any platform type (module docs): its address and its type's table. Every call
+/// `(pool.ops.f)(pool.pool, ..)` is `unsafe` for the module invariants: the pool is live.
+#[derive(Clone, Copy)]
+pub(crate) struct AnyPool {
+    pub(crate) pool: NonNull<()>,
+    pub(crate) ops: &'static PoolOps,
+}
 
 // SAFETY: the pool behind it is shared state made for sharing (atomics, a `Send + Sync`
 // spawner); the table's functions are thread-safe.
 unsafe impl Send for AnyPool {}
 // SAFETY: as above.
 unsafe impl Sync for AnyPool {}
-
-impl AnyPool {
-    /// A pool from a pointer to its `ops` field (for a model's own scheduler).
-    ///
-    /// # Safety
-    /// `ops` is derived from a pointer to the whole pool (its provenance covers it), and the
-    /// field holds a table whose functions expect that pool's type.
-    #[cfg(all(test, loom))]
-    pub(crate) unsafe fn from_ops(ops: NonNull<&'static PoolOps>) -> Self {
-        Self(ops)
-    }
-
-    /// The pointer to the pool's `ops` field (for a model's own scheduler).
-    #[cfg(all(test, loom))]
-    pub(crate) fn ops_field(self) -> NonNull<&'static PoolOps> {
-        self.0
-    }
-
-    /// The pool's table. Its functions take the pool they were reached from, and every one is
-    /// `unsafe` for the module invariants: the pool is live.
-    #[inline(always)]
-    pub(crate) fn ops(self) -> &'static PoolOps {
-        // SAFETY: written once when the pool was built (module invariants).
-        unsafe { *self.0.as_ptr() }
-    }
-}

@@ -52,7 +52,7 @@
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use super::interval::InjectorInterval;
 use super::worker::Worker;
@@ -60,7 +60,8 @@ use crate::queue::{deque, ring};
 use super::handle::ThreadPool;
 use super::inner::Inner;
 use super::frame::FrameStack;
-use super::any_pool::AnyPool;
+#[cfg(feature = "std")]
+use super::any_pool::{AnyPool, PoolOps};
 use super::job::JobHeader;
 use crate::platform::Spawner;
 use crate::sync::Ordering;
@@ -139,13 +140,19 @@ pub struct WorkerContext<S: Spawner> {
 /// of a repr(C) struct).
 #[repr(C)]
 pub(crate) struct ContextHead {
-    /// The pool ([`AnyPool`]). First: the platform's thread-local slot holds a pointer to the
-    /// context, and a lookup reads this field to learn whose it is before knowing the spawner
-    /// type ([`pool_of`](Self::pool_of)).
-    pub(crate) pool: AnyPool,
+    /// The pool's address (an `Inner<S>`, `any_pool.rs`). First: the platform's thread-local
+    /// slot holds a pointer to the context, and a lookup reads this field to learn whose it is
+    /// before knowing the spawner type (`Inner::current_context`). A blocking pool's thread
+    /// stores a pointer to a null word instead (`blocking::Inner::thread_mark`).
+    pub(crate) pool: NonNull<()>,
     /// The `join`s and forks running on this thread, with their latent frames and the
     /// worker's demand word (`scheduler::frame`).
     pub(crate) frames: FrameStack,
+    /// The pool's table: with `std`, a blocking handle's `join` (`std` only) waits through it
+    /// on a worker ([`any_of`](Self::any_of)). Without `std` nothing reads it, and a program
+    /// that needs none of the table links none of it (`any_pool.rs`).
+    #[cfg(feature = "std")]
+    ops: &'static PoolOps,
 }
 
 impl ContextHead {
@@ -156,23 +163,23 @@ impl ContextHead {
     }
 
     /// The pool whose worker this thread is, from its current-worker pointer `cx`
-    /// ([`Spawner::current_worker`]): the first word of what it points to, a context's `pool`.
-    /// `None` for null, and for a blocking pool's thread, whose pointer points to a null word
-    /// (`blocking::Inner::thread_mark`).
+    /// ([`Spawner::current_worker`]): `None` for null, and for a blocking pool's thread
+    /// (whose pointer points to a null word).
     ///
     /// # Safety
     /// `cx` was read on this thread from the current-worker slot of a platform whose pools
     /// are all this crate's.
-    #[inline(always)]
-    pub(crate) unsafe fn pool_of(cx: *const ()) -> Option<AnyPool> {
-        if cx.is_null() {
-            return None;
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn any_of(cx: *const ()) -> Option<AnyPool> {
+        // SAFETY: a non-null `cx` was stored by a pool's `worker_main` (a `WorkerContext<_>` in
+        // its frame, live while the thread runs the pool's loop, which encloses everything
+        // this thread runs meanwhile: a `ContextHead` first) or by a blocking pool's thread
+        // (its pool's mark, a null word, live while the thread runs).
+        unsafe {
+            let head = NonNull::new(cx.cast_mut())?.cast::<ContextHead>();
+            let pool = *head.cast::<Option<NonNull<()>>>().as_ptr();
+            Some(AnyPool { pool: pool?, ops: head.as_ref().ops })
         }
-        // SAFETY: stored by a pool's `worker_main` (a `WorkerContext<_>` in its frame, live
-        // while the thread runs the pool's loop, which encloses everything this thread runs
-        // meanwhile) or by a blocking pool's thread (its pool's mark, live while the thread
-        // runs); both a pointer-sized first word, an `AnyPool` or null.
-        unsafe { *cx.cast::<Option<AnyPool>>() }
     }
 
     /// The head of the context behind `cx`, a pointer to a `WorkerContext` of any platform
@@ -200,7 +207,9 @@ impl<S: Spawner> WorkerContext<S> {
         let stack_size = inner.spawner.stack_size(inner.stack_size);
         Self {
             head: ContextHead {
-                pool: inner.any(),
+                pool: NonNull::from(inner).cast(),
+                #[cfg(feature = "std")]
+                ops: &Inner::<S>::OPS,
                 // SAFETY: the worker is live and outlives its context (see `worker()`), and so
                 // does its demand word, a field of it.
                 frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
@@ -475,12 +484,16 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn current_context(&self) -> Option<&WorkerContext<S>> {
         let cx = self.spawner.current_worker();
-        // SAFETY: read from this pool's platform, on this thread.
-        if unsafe { ContextHead::pool_of(cx) } != Some(self.any()) {
+        // A non-null current worker was stored on this thread by some pool's `worker_main` (a
+        // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
+        // encloses everything this thread runs meanwhile) or by a blocking pool's thread (a
+        // pointer to a null word, its pool's mark).
+        // SAFETY: both point to a pointer-sized first word (`ContextHead::pool`, or the mark).
+        if cx.is_null() || unsafe { *cx.cast::<*const ()>() } != ptr::from_ref(self).cast() {
             return None;
         }
         // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
-        // this thread's (the slot is thread-local) and outlives this call (`pool_of`).
+        // this thread's (the slot is thread-local) and outlives this call (see above).
         Some(unsafe { &*cx.cast::<WorkerContext<S>>() })
     }
 }
@@ -497,7 +510,7 @@ impl JobHeader {
         // SAFETY: the caller's contract.
         let offered = unsafe { self.offered() };
         // SAFETY: as above.
-        let cx = unsafe { Inner::<S>::unerase(offered.pool).as_ref() }.current_context();
+        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.current_context();
         if let Some(cx) = cx {
             offered.thief.store(cx.index() + 1, Ordering::Relaxed);
         }

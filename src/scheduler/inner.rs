@@ -23,15 +23,7 @@ use crate::sync::{AtomicPtr, AtomicUsize, CachePadded, IdleSet, Ordering};
 use crate::timer::Timers;
 
 /// The state shared by the pool's handle and its threads. Heap-allocated and pinned.
-///
-/// `repr(C)` with `ops` first: an [`AnyPool`] points to it, and is then the pool's own address
-/// (its functions' step back to the pool costs nothing, and a hot path that holds both keeps
-/// one register for them). The other fields keep the order they are declared in.
-#[repr(C)]
 pub(crate) struct Inner<S: Spawner> {
-    /// This platform type's table (`any_pool.rs`): what an [`AnyPool`], which points here,
-    /// calls. Alone on its cache line (the next field is padded): read-only.
-    pub(super) ops: &'static PoolOps,
     /// The waking protocol's state: the `Sync` word, the spinning count, the idle set, the
     /// timer role and `waits_released` (`protocol.rs`). First: the word is the line every
     /// notify reads.
@@ -205,7 +197,6 @@ impl<S: Spawner> Inner<S> {
     unsafe fn init(dst: *mut Self, tables: Tables<S>, config: &Config, spawner: S) {
         // SAFETY: the caller's contract; every field is written.
         unsafe {
-            addr_of_mut!((*dst).ops).write(&Self::OPS);
             addr_of_mut!((*dst).protocol).write(Protocol::new(tables.max_threads as u32, tables.idle_words));
             addr_of_mut!((*dst).injector).write(Injector::new());
             addr_of_mut!((*dst).workers).write(AtomicPtr::new(ptr::null_mut()));
@@ -226,7 +217,6 @@ impl<S: Spawner> Inner<S> {
         // Names every field: one added and not written above fails to compile here.
         let _ = |inner: &Self| {
             let Inner {
-                ops: _,
                 protocol: _,
                 injector: _,
                 workers: _,
@@ -275,8 +265,8 @@ impl<S: Spawner> Inner<S> {
 }
 
 impl<S: Spawner> Inner<S> {
-    /// The table of this platform type (`ops` points to it; `any_pool.rs`).
-    const OPS: PoolOps = PoolOps {
+    /// The table of this platform type (`any_pool.rs`).
+    pub(crate) const OPS: PoolOps = PoolOps {
         schedule: Self::schedule_of,
         wait: Self::wait_of,
         timers: Self::timers_of,
@@ -286,43 +276,19 @@ impl<S: Spawner> Inner<S> {
         release: Self::release_of,
     };
 
-    /// The pool at `inner`, erased.
-    ///
-    /// # Safety
-    /// `inner` is a live `Inner<S>`, and its provenance covers the whole of it.
-    #[inline(always)]
-    pub(crate) unsafe fn erase(inner: NonNull<Self>) -> AnyPool {
-        // SAFETY: the caller's contract; a field projection of a live pool, from a pointer to
-        // the whole of it (so the table's functions may step back to the pool).
-        AnyPool(unsafe { NonNull::new_unchecked(ptr::addr_of_mut!((*inner.as_ptr()).ops)) })
-    }
-
-    /// This pool, erased.
-    #[inline(always)]
+    /// This pool, erased (`any_pool.rs`; links the table's entries).
     pub(crate) fn any(&self) -> AnyPool {
-        // SAFETY: a reference to the whole pool.
-        unsafe { Self::erase(NonNull::from(self)) }
-    }
-
-    /// The pool behind `pool`, with the provenance it was erased with.
-    ///
-    /// # Safety
-    /// `pool` was erased from an `Inner<S>` (this `S`).
-    #[inline(always)]
-    pub(crate) unsafe fn unerase(pool: AnyPool) -> NonNull<Self> {
-        // SAFETY: the caller's contract: `ops` is a field of an `Inner<S>`, reached from a
-        // pointer to the whole of it.
-        unsafe { pool.0.byte_sub(core::mem::offset_of!(Self, ops)).cast() }
+        AnyPool { pool: NonNull::from(self).cast(), ops: &Self::OPS }
     }
 
     /// The table's `release`.
     ///
     /// # Safety
-    /// `pool` was erased from a live `Inner<S>`, on which the caller gives up a reference.
-    unsafe fn release_of(pool: AnyPool) {
-        // SAFETY: the caller's contract; the pointer has the provenance of the whole pool, so
-        // the last reference may free it through it.
-        unsafe { release_pool::<S>(Self::unerase(pool)) };
+    /// `pool` is a live `Inner<S>`, with the provenance of the whole pool (the handle's
+    /// pointer), on which the caller gives up a reference.
+    unsafe fn release_of(pool: NonNull<()>) {
+        // SAFETY: the caller's contract.
+        unsafe { release_pool::<S>(pool.cast()) };
     }
 }
 

@@ -10,7 +10,6 @@
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
-use super::any_pool::AnyPool;
 use crate::latch::Signal;
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::{Callback, Task};
@@ -29,8 +28,9 @@ pub(super) struct Offered {
     /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
     /// waiting owner steals related work from (`worker.rs`, leapfrogging).
     pub(super) thief: AtomicUsize,
-    /// The pool whose worker context the closure gets when a worker of it runs the job.
-    pub(super) pool: AnyPool,
+    /// The address of the pool (an `Inner<S>`, `any_pool.rs`) whose worker context the
+    /// closure gets when a worker of it runs the job.
+    pub(super) pool: NonNull<()>,
 }
 
 impl JobHeader {
@@ -46,7 +46,7 @@ impl JobHeader {
     /// `task` is the task of a live, not yet offered `JobHeader`, not queued, whose owner is
     /// the caller's thread.
     #[inline]
-    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: AnyPool) {
+    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: NonNull<()>) {
         // SAFETY: `task` is the first field of a repr(C) `JobHeader` (the caller's contract).
         let header = unsafe { task.cast::<JobHeader>().as_ref() };
         let offered = Offered { thief: AtomicUsize::new(0), pool };

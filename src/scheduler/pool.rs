@@ -6,7 +6,6 @@ use core::ptr::NonNull;
 
 use alloc::boxed::Box;
 
-use super::any_pool::AnyPool;
 use super::context::WorkerContext;
 use super::handle::ThreadPool;
 use super::inner::Inner;
@@ -478,12 +477,11 @@ impl<S: Spawner> Inner<S> {
     /// `examples/yield_probe`); the submit from outside is out of line.
     ///
     /// # Safety
-    /// `pool` was erased from a live `Inner<S>`; the task meets `Schedule::schedule`'s
-    /// contract.
+    /// `pool` is a live `Inner<S>`; the task meets `Schedule::schedule`'s contract.
     #[inline(always)]
-    pub(crate) unsafe fn schedule_of(pool: AnyPool, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+    pub(crate) unsafe fn schedule_of(pool: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
         // SAFETY: the caller's contract.
-        let inner = unsafe { Self::unerase(pool).as_ref() };
+        let inner = unsafe { pool.cast::<Self>().as_ref() };
         let Some(me) = inner.current_context() else {
             // SAFETY: as above.
             return unsafe { Self::submit_of(pool, task) };
@@ -502,20 +500,19 @@ impl<S: Spawner> Inner<S> {
     /// # Safety
     /// As `schedule_of`.
     #[inline(never)]
-    unsafe fn submit_of(pool: AnyPool, task: NonNull<Task>) -> Result<(), ()> {
+    unsafe fn submit_of(pool: NonNull<()>, task: NonNull<Task>) -> Result<(), ()> {
         // SAFETY: the caller's contract; a non-owning handle (never dropped). The task meets the
         // submit contract (`Schedule::schedule`'s).
-        unsafe { ManuallyDrop::new(ThreadPool::<S> { inner: Self::unerase(pool) }).submit(task) }.map_err(drop)
+        unsafe { ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() }).submit(task) }.map_err(drop)
     }
 
     /// The table's `wait`: [`ThreadPool::wait_for`].
     ///
     /// # Safety
-    /// `pool` was erased from a live `Inner<S>`; the caller is the signal's one waiter.
-    pub(super) unsafe fn wait_of(pool: AnyPool, signal: &crate::Signal) {
-        // SAFETY: the caller's contract; a non-owning handle (never dropped).
-        let pool = ManuallyDrop::new(ThreadPool::<S> { inner: unsafe { Self::unerase(pool) } });
-        pool.wait_for(signal);
+    /// `pool` is a live `Inner<S>`; the caller is the signal's one waiter.
+    pub(super) unsafe fn wait_of(pool: NonNull<()>, signal: &crate::Signal) {
+        // A non-owning handle (never dropped) on the live pool (the caller's contract).
+        ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() }).wait_for(signal);
     }
 }
 

@@ -8,7 +8,6 @@ use core::time::Duration;
 
 use alloc::boxed::Box;
 
-use super::any_pool::AnyPool;
 use super::inner::{release_pool, Inner};
 use super::handle::ThreadPool;
 use super::worker::Worker;
@@ -30,26 +29,26 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// # Safety (all `*_of`: the timers' entries of the pool's table, `any_pool.rs`)
-    /// `pool` was erased from a live `Inner<S>`.
-    pub(super) unsafe fn timers_of(pool: AnyPool) -> NonNull<Timers> {
+    /// `pool` is a live `Inner<S>`.
+    pub(super) unsafe fn timers_of(pool: NonNull<()>) -> NonNull<Timers> {
         // SAFETY: the caller's contract.
-        NonNull::from(unsafe { Self::unerase(pool).as_ref() }.timers())
+        NonNull::from(unsafe { pool.cast::<Self>().as_ref() }.timers())
     }
 
-    pub(super) unsafe fn now_of(pool: AnyPool) -> Option<u64> {
+    pub(super) unsafe fn now_of(pool: NonNull<()>) -> Option<u64> {
         // SAFETY: the caller's contract.
-        unsafe { Self::unerase(pool).as_ref() }.spawner.now_ns()
+        unsafe { pool.cast::<Self>().as_ref() }.spawner.now_ns()
     }
 
-    pub(super) unsafe fn acquire_of(pool: AnyPool) {
+    pub(super) unsafe fn acquire_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
-        unsafe { Self::unerase(pool).as_ref() }.acquire();
+        unsafe { pool.cast::<Self>().as_ref() }.acquire();
     }
 
     /// A timer became the earliest (module docs).
-    pub(super) unsafe fn kick_of(pool: AnyPool) {
+    pub(super) unsafe fn kick_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
-        let inner = unsafe { Self::unerase(pool).as_ref() };
+        let inner = unsafe { pool.cast::<Self>().as_ref() };
         // Pairs with the fence after the role's claim (`Protocol::claim_role`); `register`
         // stored `next_tick` with SeqCst before.
         fence(Ordering::SeqCst);
@@ -234,7 +233,7 @@ impl<S: Spawner> ThreadPool<S> {
             Registered::Queued { earliest } => {
                 if earliest {
                     // SAFETY: the pool is live.
-                    unsafe { Inner::<S>::kick_of(inner.any()) };
+                    unsafe { Inner::<S>::kick_of(NonNull::from(inner).cast()) };
                 }
                 Ok(())
             }

@@ -181,11 +181,11 @@ impl Sleep {
     /// Binds to a pool: takes a reference on it and fixes a relative deadline on its clock.
     fn bind(&mut self, handle: AnyPool) {
         // SAFETY: the caller got the handle from a live pool (a task of it, or its handle).
-        unsafe { (handle.ops().acquire)(handle) };
+        unsafe { (handle.ops.acquire)(handle.pool) };
         self.handle = Some(handle);
         if let Deadline::After(d) = self.deadline {
             // SAFETY: we hold a reference on the pool.
-            if let Some(now) = unsafe { (handle.ops().now_ns)(handle) } {
+            if let Some(now) = unsafe { (handle.ops.now_ns)(handle.pool) } {
                 self.deadline = Deadline::At(now.saturating_add(duration_ns(d)));
             }
         }
@@ -250,7 +250,7 @@ impl Sleep {
     fn now_ns(&mut self, cx: &Context<'_>) -> u64 {
         let handle = self.handle_for(cx);
         // SAFETY: bound: we hold a reference on the pool.
-        unsafe { (handle.ops().now_ns)(handle) }.expect(NO_CLOCK)
+        unsafe { (handle.ops.now_ns)(handle.pool) }.expect(NO_CLOCK)
     }
 }
 
@@ -275,7 +275,7 @@ impl Future for Sleep {
             }
         };
         // SAFETY: bound: the pool (and its wheel) is live.
-        let timers = unsafe { (handle.ops().timers)(handle).as_ref() };
+        let timers = unsafe { (handle.ops.timers)(handle.pool).as_ref() };
         let entry = NonNull::from(&this.entry);
         if now >= deadline {
             // SAFETY: our entry; `cancel` is a no-op unless it is queued.
@@ -288,7 +288,7 @@ impl Future for Sleep {
             Registered::Queued { earliest } => {
                 if earliest {
                     // SAFETY: bound: the pool is live.
-                    unsafe { (handle.ops().kick)(handle) };
+                    unsafe { (handle.ops.kick)(handle.pool) };
                 }
                 Poll::Pending
             }
@@ -309,8 +309,8 @@ impl Drop for Sleep {
         if let Some(handle) = self.handle {
             // SAFETY: we hold a reference on the pool, so the wheel is live; the entry is ours.
             unsafe {
-                (handle.ops().timers)(handle).as_ref().cancel(NonNull::from(&self.entry));
-                (handle.ops().release)(handle);
+                (handle.ops.timers)(handle.pool).as_ref().cancel(NonNull::from(&self.entry));
+                (handle.ops.release)(handle.pool);
             }
         }
     }
