@@ -285,28 +285,19 @@ impl Injector {
     /// Takes the consumer end if it is free, whether the queue holds tasks or not: for a
     /// holder that prepends ([`Consumer::push_front`]).
     pub(crate) fn try_lock_even_empty(&self) -> Option<Consumer<'_>> {
-        let mut head = self.consumer.head.load(Ordering::Relaxed);
-        loop {
-            if is_held(head) {
-                match self.mark_contended(head) {
-                    Ok(()) => return None,
-                    Err(actual) => {
-                        head = actual;
-                        continue;
-                    }
-                }
-            }
-            // Acquire: as in `try_lock`.
-            match self.consumer.head.compare_exchange_weak(head, locked(), Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(Consumer { queue: self, cursor: head, popped: 0, drained: false }),
-                Err(actual) => head = actual,
-            }
-        }
+        self.lock_if(false)
     }
 
     /// Takes the consumer end if it is free and the queue is not empty.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<Consumer<'_>> {
+        self.lock_if(true)
+    }
+
+    /// The one try-lock of the consumer end: refused while held (marking the holder
+    /// contended) and, with `nonempty`, while the queue holds no task.
+    #[inline(never)]
+    fn lock_if(&self, nonempty: bool) -> Option<Consumer<'_>> {
         let mut head = self.consumer.head.load(Ordering::Relaxed);
         loop {
             if is_held(head) {
@@ -318,7 +309,8 @@ impl Injector {
                     }
                 }
             }
-            if (head.is_null() || head == self.stub_ptr())
+            if nonempty
+                && (head.is_null() || head == self.stub_ptr())
                 && self.stub.load_next(Ordering::Acquire).is_null()
             {
                 return None;
@@ -449,7 +441,8 @@ impl Consumer<'_> {
         this.release()
     }
 
-    /// The unlock itself (`unlock`, `drop`).
+    /// The unlock itself (`unlock`, `drop`): one out-of-line copy, once per batch taken.
+    #[inline(never)]
     fn release(&mut self) -> bool {
         if self.drained {
             // Empty: whatever `pushed` says now is all consumed (a push counted after its CAS
