@@ -305,7 +305,7 @@ impl Signal {
     pub(crate) fn wait<P: Parker>(&self, parker: &P, deadline: Option<(u64, &dyn Fn() -> Option<u64>)>) -> bool {
         // SAFETY: we are the only waiter; `parker` lives until the signal is set (the spin
         // below comes before it can be dropped) or the waker is withdrawn.
-        if !self.is_setting() && unsafe { self.register(&parker_waker(parker)) } {
+        if unsafe { self.register(&parker_waker(parker)) } {
             while !self.is_setting() {
                 match deadline.map(|(at, now)| (at, now())) {
                     None => parker.park(),
