@@ -70,7 +70,7 @@ impl ShutdownGate {
             _ => return false,
         }
         let parker = parker();
-        self.finished.park_until_set(&parker);
+        self.finished.wait(&parker, None);
         self.state.load(Ordering::Acquire) == DONE
     }
 }

@@ -263,6 +263,30 @@ fn closures_join_await_and_panic() {
     });
 }
 
+/// `join` inside a task on a one-worker pool waits through the pool's waiting loop: the worker
+/// runs the pool task that the blocking closure waits for, rather than blocking on it.
+#[test]
+fn join_on_a_worker_runs_other_work() {
+    let _g = shared();
+    watchdog("join_on_a_worker", 20, || {
+        let blocking = Arc::new(BlockingPool::new(config(2, Duration::from_secs(5))).unwrap());
+        let pool = Arc::new(pool::ThreadPool::new(pool::Config::default().with_max_threads(1)).unwrap());
+        let (p, b) = (pool.clone(), blocking.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.spawn(move || {
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<u32>();
+            let h = b.spawn_blocking(move || ready_rx.recv().unwrap() + 1).unwrap();
+            // Queued behind this task on the only worker: it runs inside the join's wait.
+            p.spawn(move || ready_tx.send(41).unwrap()).unwrap();
+            let v = h.join();
+            drop((p, b));
+            tx.send(v).unwrap();
+        })
+        .unwrap();
+        assert_eq!(rx.recv().unwrap(), Ok(42));
+    });
+}
+
 #[test]
 fn global_pool_spawn_blocking() {
     let _g = shared();

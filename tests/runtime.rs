@@ -595,6 +595,32 @@ fn join_on_a_worker_helps() {
     });
 }
 
+/// `block_on` inside a task on a one-worker pool waits through the pool's waiting loop: it runs
+/// the task its future waits for, rather than blocking the only worker.
+#[test]
+fn block_on_on_a_worker_helps() {
+    let _g = common::shared();
+    watchdog("block_on_helps", watchdog_secs(10), |_| {
+        let pool = pool(1);
+        let p = pool.clone();
+        let v = pool
+            .spawn_future(async move {
+                let q = p.clone();
+                p.block_on(async move {
+                    let mut sum = 0;
+                    for i in 0..100 {
+                        sum += q.spawn_future(async move { i }).unwrap().await.unwrap();
+                    }
+                    sum
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(v, 4950);
+    });
+}
+
 #[test]
 fn detached_outputs_dropped_exactly_once() {
     let _g = common::shared();

@@ -1,15 +1,16 @@
 //! Closures on the blocking pool: one allocation per call (a `Job`) holding the task header,
-//! the closure, and a one-shot result slot that a thread can join or a future can await.
+//! the closure, and the completion (`latch::Completion`) that a thread can join or a future
+//! can await.
 //!
 //! # Completion
-//! The job completes through a [`Signal`], the crate's one completion primitive (`latch.rs`):
-//! the completing side (run or cancel) writes the output, then sets the signal, after which it
-//! never touches `out` again. The handle is the signal's one waiter: an `.await` registers (or
-//! replaces) its waker in it, a blocking `join` (`os::defaults`, std) parks on a parker of its own until it is set.
-//! The signal's protocol decides who touches the waker, so a completion that races with a
-//! registration is seen by one of them and no wake-up is lost (`latch/loom.rs`).
-//! `refs` (2: the task side and the handle) frees the job when both are done with it, so the
-//! signal outlives the setter's last access even when the handle returns at SETTING.
+//! The completing side (run or cancel) sets the completion with the output, after which it
+//! never touches the output again. The handle is the signal's one waiter: an `.await`
+//! registers (or replaces) its waker in it, a blocking `join` (`os::defaults`, std) waits on
+//! it as every wait does (`latch`, "Waiting"). The signal's protocol decides who touches the
+//! waker, so a completion that races with a registration is seen by one of them and no
+//! wake-up is lost (`latch/loom.rs`). `refs` (2: the task side and the handle) frees the job
+//! when both are done with it, so the signal outlives the setter's last access even when the
+//! handle returns at SETTING, and an output nobody took is dropped with it.
 
 use core::ffi::c_uint;
 use core::fmt;
@@ -21,7 +22,7 @@ use core::task::{Context, Poll};
 use alloc::boxed::Box;
 
 use super::BlockingTask;
-use crate::latch::Signal;
+use crate::latch::{Completion, Signal};
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 use crate::task::Task;
 
@@ -64,10 +65,9 @@ impl std::error::Error for BlockingJoinError {}
 
 /// The part of a job the handle uses (independent of the closure type).
 struct Shared<T> {
-    /// Set once `out` is written (module docs).
-    done: Signal,
+    /// The output (module docs).
+    done: Completion<Result<T, BlockingJoinError>>,
     refs: AtomicUsize,
-    out: UnsafeCell<Option<Result<T, BlockingJoinError>>>,
 }
 
 /// One `spawn_blocking` call. `header` first (repr(C)): the task pointer is the job pointer.
@@ -95,8 +95,6 @@ pub struct BlockingHandle<T> {
     shared: NonNull<Shared<T>>,
     /// Frees the job (knows `F`).
     free: unsafe fn(NonNull<()>),
-    /// The output was returned already.
-    taken: bool,
 }
 
 // SAFETY: the handle only moves a `T` out (to whoever owns it), so `T: Send` suffices; the
@@ -119,11 +117,11 @@ where
 {
     let mut header = BlockingTask::new(run::<F, T>).with_cancel(cancel::<F, T>);
     header.flags = flags;
-    let shared = Shared { done: Signal::new(), refs: AtomicUsize::new(2), out: UnsafeCell::new(None) };
+    let shared = Shared { done: Completion::new(), refs: AtomicUsize::new(2) };
     let job = Box::into_raw(Box::new(Job { header, shared, f: UnsafeCell::new(Some(f)) }));
     // SAFETY: `job` is a fresh, non-null allocation; `addr_of_mut!` creates no reference.
     let (job, shared) = unsafe { (NonNull::new_unchecked(job), NonNull::new_unchecked(ptr::addr_of_mut!((*job).shared))) };
-    (job.cast(), BlockingHandle { job: job.cast(), shared, free: free::<F, T>, taken: false })
+    (job.cast(), BlockingHandle { job: job.cast(), shared, free: free::<F, T> })
 }
 
 impl<T> BlockingHandle<T> {
@@ -147,7 +145,7 @@ impl<T> BlockingHandle<T> {
     /// ```
     pub fn is_finished(&self) -> bool {
         // Acquire (in `is_setting`): the output is visible once it returns true.
-        self.shared().done.is_setting()
+        self.done().is_setting()
     }
 
     /// Releases the task side's reference for a job that was never queued.
@@ -160,22 +158,16 @@ impl<T> BlockingHandle<T> {
         debug_assert_eq!(prev, 2);
     }
 
-    /// Takes the output after the signal was seen set or being set (Acquire).
     /// The signal the completing side sets (the handle is its one waiter).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn done(&self) -> &Signal {
-        &self.shared().done
+        self.shared().done.signal()
     }
 
+    /// Takes the output after the signal was seen set or being set (Acquire).
     pub(crate) fn take_output(&mut self) -> Result<T, BlockingJoinError> {
-        assert!(!self.taken, "BlockingHandle polled again after it returned its result");
-        self.taken = true;
-        // SAFETY: the signal was seen (being) set with Acquire, so the output is written and
-        // the completing side never touches `out` again; the handle is the only reader.
-        let out = self.shared().out.with_mut(|p| unsafe { (*p).take() });
-        out.unwrap_or(Err(BlockingJoinError::Cancelled))
+        // SAFETY: the handle is the completion's one waiter, and saw it being set.
+        unsafe { self.shared().done.take() }.expect("BlockingHandle polled again after it returned its result")
     }
-
 }
 
 impl<T> Future for BlockingHandle<T> {
@@ -183,7 +175,7 @@ impl<T> Future for BlockingHandle<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let done = &this.shared().done;
+        let done = this.done();
         // SAFETY: the handle is the signal's one waiter (`poll` takes it by `&mut`, `join` by
         // value). A false return means the signal is being set or set: the output is written
         // (Acquire), and the job's references keep the signal alive for the setter.
@@ -252,11 +244,9 @@ where
 unsafe fn complete<F, T>(job: *mut Job<F, T>, out: Result<T, BlockingJoinError>) {
     // SAFETY: the caller's contract.
     let shared = unsafe { &(*job).shared };
-    // SAFETY: the signal is not set yet, so the handle does not read `out`.
-    shared.out.with_mut(|p| unsafe { *p = Some(out) });
-    // SAFETY: the job's one completion. Its Release publishes the output; our reference keeps
-    // the signal alive through its last access.
-    unsafe { shared.done.set() };
+    // SAFETY: the job's one completion. Our reference keeps the job alive through the
+    // signal's last access.
+    unsafe { Completion::set(&shared.done, out) };
     // AcqRel: as in the handle's `drop`.
     if shared.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
         // SAFETY: the last reference (the handle is gone); the job came from Box::into_raw.

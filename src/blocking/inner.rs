@@ -35,10 +35,8 @@ use super::task::BlockingTask;
 
 /// One thread's place in the pool: its state and its parker. Lives as long as the pool, so a
 /// notifier may unpark it at any time without racing with the thread's exit.
-#[repr(C)]
 pub(crate) struct Slot<S: Spawner> {
-    /// The pool. First field: threads store the slot as their "current worker", and
-    /// `super::same_pool` reads this field to tell which pool a thread belongs to.
+    /// The pool.
     pub(super) pool: *const Inner<S>,
     /// Index in `Inner::slots` (and bit in `Inner::idle_map`).
     pub(super) index: usize,
@@ -109,6 +107,11 @@ pub(crate) struct Inner<S: Spawner> {
     /// The pool's entry in its platform's registry (tracked once boxed, untracked in `drop`):
     /// closed in a child after `fork` (`fork.rs`).
     pub(crate) link: PoolLink,
+    /// Null. Its address is what this pool's threads store as their current worker
+    /// (`Spawner::set_current_worker`, `is_pool_thread`); code that reads a current worker as
+    /// the head of a worker context (`ContextHead::pool`, the pool whose waiting loop the
+    /// thread runs) finds none in it.
+    pub(super) thread_mark: *const (),
 }
 
 impl<S: Spawner> Drop for Inner<S> {
@@ -170,6 +173,7 @@ impl<S: Spawner> Inner<S> {
             totals: Totals::default(),
             spawner,
             link: PoolLink::new(Self::close_on_fork),
+            thread_mark: ptr::null(),
         })
     }
 
@@ -205,7 +209,7 @@ impl<S: Spawner> Inner<S> {
     }
 
     pub(crate) fn is_pool_thread(&self) -> bool {
-        same_pool(self.spawner.current_worker(), ptr::from_ref(self).cast())
+        self.spawner.current_worker() == ptr::from_ref(&self.thread_mark).cast()
     }
 
     // ----------------------------------------------------------------------------------------
@@ -409,16 +413,4 @@ impl<S: Spawner> Inner<S> {
         finishing.finish();
         Ok(())
     }
-}
-
-/// The pointer a slot stores as the "current worker" (first field: the pool's identity).
-#[inline]
-fn same_pool(current: *const (), pool: *const ()) -> bool {
-    if current.is_null() {
-        return false;
-    }
-    // SAFETY: every pointer a pool of this crate stores as the current worker points to a
-    // `#[repr(C)]` struct whose first field is a pointer to its pool (scheduler `Worker`,
-    // blocking `Slot`), live while the thread runs in that pool.
-    unsafe { ptr::read(current.cast::<*const ()>()) == pool }
 }

@@ -45,7 +45,7 @@ impl<S: Spawner> Inner<S> {
     /// keep-alive expires or shutdown, and leave (or come back, see `leave`).
     pub(super) fn thread_loop(&self, first: &Slot<S>) {
         let mut slot = first;
-        self.spawner.set_current_worker(ptr::from_ref(slot).cast());
+        self.spawner.set_current_worker(ptr::from_ref(&self.thread_mark).cast());
         self.on_start();
         loop {
             self.drain(&slot.parker);
@@ -55,10 +55,7 @@ impl<S: Spawner> Inner<S> {
                 continue;
             }
             match self.leave(slot) {
-                Some(next) => {
-                    slot = next;
-                    self.spawner.set_current_worker(ptr::from_ref(slot).cast());
-                }
+                Some(next) => slot = next,
                 None => break,
             }
         }

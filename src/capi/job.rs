@@ -98,34 +98,6 @@ static_assertions::const_assert_eq!(
     POOL_WORKER_RECORD_WORD * size_of::<*const ()>()
 );
 
-/// The context behind a `struct pool_worker *`: a worker of a `struct pool` or of the global
-/// pool (their spawner types differ).
-enum AnyWorker<'a> {
-    Own(&'a WorkerContext<CSpawner>),
-    Global(&'a WorkerContext<ThreadSpawner>),
-}
-
-/// Whose worker `worker` is.
-///
-/// # Safety
-/// `worker` came from `pool_install`, `pool_current_worker` or a job's function argument, on
-/// this thread, and the function or task it was handed to has not returned.
-#[inline(always)]
-unsafe fn any_worker<'a>(worker: NonNull<PoolWorker>) -> AnyWorker<'a> {
-    // SAFETY: a `WorkerContext` of either type (repr(C)) has its pool pointer first (its
-    // docs), live while its thread runs the code it was handed to (the caller's contract).
-    let pool = unsafe { *worker.cast::<*const ()>().as_ptr() };
-    let global = crate::os::global::built().map_or(ptr::null(), |g| ptr::from_ref(g.inner()).cast::<()>());
-    // SAFETY: the pool pointer tells the type: only the global pool has `ThreadSpawner` here.
-    unsafe {
-        if pool == global {
-            AnyWorker::Global(worker.cast().as_ref())
-        } else {
-            AnyWorker::Own(worker.cast().as_ref())
-        }
-    }
-}
-
 /// The `struct pool_worker *` a job's function gets.
 fn handle<S: crate::Spawner>(cx: &WorkerContext<S>) -> *mut PoolWorker {
     ptr::from_ref(cx).cast_mut().cast()
@@ -138,7 +110,8 @@ enum JobOp {
     Join,
 }
 
-/// `op` on `job` with the worker behind `worker` (its spawner type found out once).
+/// `op` on `job` with the worker behind `worker` (a worker of a `struct pool` or of the global
+/// pool: their spawner types differ, found out once).
 #[inline(always)]
 fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
     /// The rest of the fork or join once its fast path (below) did not finish it.
@@ -159,11 +132,13 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
         return POOL_ERR_INVALID as c_int;
     };
     let job = job.cast::<FnJob>();
-    // The paths that need no platform type first: an unrecorded fork and its join.
-    // SAFETY: the contract of `pool_worker_fork` (pool.h): `worker` is this thread's context;
-    // `PoolJob` has `FnJob`'s layout (asserted above).
-    unsafe {
+    // SAFETY: the contract of `pool_worker_fork` (pool.h): `worker` is this thread's context
+    // (of either type: repr(C), its head first), live until the code it was handed to
+    // returns; `PoolJob` has `FnJob`'s layout (asserted above). Its pool's address tells its
+    // type: only the global pool has `ThreadSpawner` here.
+    let done = unsafe {
         let head = ContextHead::of(worker.cast());
+        // The paths that need no platform type first: an unrecorded fork and its join.
         match op {
             JobOp::Fork => {
                 if let Some(forked) = fork_fn_fast(head, job) {
@@ -176,12 +151,10 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
                 }
             }
         }
-    }
-    // SAFETY: as above.
-    let done = unsafe {
-        match any_worker(worker) {
-            AnyWorker::Own(cx) => apply(cx, job, op),
-            AnyWorker::Global(cx) => apply(cx, job, op),
+        if crate::os::global::built().is_some_and(|g| NonNull::from(g.inner()).cast() == head.pool) {
+            apply(worker.cast::<WorkerContext<ThreadSpawner>>().as_ref(), job, op)
+        } else {
+            apply(worker.cast::<WorkerContext<CSpawner>>().as_ref(), job, op)
         }
     };
     status(done) as c_int

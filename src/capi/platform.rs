@@ -25,7 +25,6 @@ use core::ffi::{c_int, c_ulonglong, c_void};
 use core::ptr::NonNull;
 use core::time::Duration;
 use std::boxed::Box;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fallible::{try_box, TryArc};
 
@@ -149,12 +148,6 @@ impl HostFns {
             clock: crate::os::clock::MonotonicClock::new(),
         })
     }
-}
-
-std::thread_local! {
-    /// The worker pointer of this thread, for every C pool (both kinds). A `Cell` of a raw
-    /// pointer: no destructor, so a host thread that never told Rust about itself is fine.
-    static CURRENT_WORKER: Cell<*const ()> = const { Cell::new(core::ptr::null()) };
 }
 
 /// The platform behind every `struct pool *`.
@@ -378,13 +371,15 @@ unsafe impl Spawner for CSpawner {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
+    /// The `std` spawner's slot, for both kinds: a C pool's worker is found as a Rust pool's
+    /// (`os::thread::current_pool`).
     #[inline]
     fn current_worker(&self) -> *const () {
-        CURRENT_WORKER.with(Cell::get)
+        crate::os::thread::current_worker()
     }
 
     fn set_current_worker(&self, worker: *const ()) {
-        CURRENT_WORKER.with(|c| c.set(worker));
+        crate::os::thread::set_current_worker(worker);
     }
 
     #[inline]

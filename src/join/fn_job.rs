@@ -4,9 +4,9 @@
 //! C API's `struct pool_job` with `pool_worker_fork` / `pool_worker_join`: the same latent
 //! path as [`WorkerContext::join`], for callers that cannot hand the pool a closure.
 //!
-//! A `FnJob` is a [`JobHeader`] (so promotion, stealing and the thief's signal work exactly as
-//! for `join`'s second halves) with a function pointer in place of the closure, and a word, its
-//! *mode*, saying how it was forked:
+//! A `FnJob` is a [`JobHeader`] and a completion (so promotion, stealing and the thief's
+//! completion work exactly as for `join`'s second halves) with a function pointer in place of
+//! the closure, and a word, its *mode*, saying how it was forked:
 //! * `LATENT`: its task is the newest latent frame of the worker's frame stack (`frame`); the
 //!   join pops the frame and calls the function inline, unless a hungry worker had it promoted.
 //! * `INLINE`: not recorded, by `join`'s rule (enough latent frames in supply and nobody
@@ -23,10 +23,11 @@
 //!   an `INLINE` or `QUEUED` job out of order breaks nothing (it runs or waits for that job);
 //!   a join of a job that is not forked is refused.
 //! * The mode is owner-only: written by the fork and the join on the owning thread; a thief
-//!   touches only the header (its task, signal and thief slot), as for any stack job.
+//!   touches only the header (its task and thief slot) and the completion, as for any stack
+//!   job.
 //! * The function runs exactly once per fork: inline by its owner (a latent or inline job, or
 //!   a queued one taken back), or by the thief that took its task from a queue, which sets
-//!   the job's signal after the function returned (its last access).
+//!   the job's completion after the function returned (its last access).
 
 use core::ptr::{self, NonNull};
 
@@ -36,6 +37,7 @@ use crate::platform::Spawner;
 use crate::scheduler::context::ContextHead;
 use crate::error::Error;
 use crate::scheduler::WorkerContext;
+use crate::latch::Completion;
 use crate::task::Task;
 
 /// What a [`FnJob`] runs: the job, and the context of the worker running it (type-erased:
@@ -64,6 +66,9 @@ pub(crate) struct FnJob {
     pub(crate) mode: u64,
     /// The task header a promotion offers and a thief runs ([`JobHeader`]).
     header: JobHeader,
+    /// Set by a thief after the function returned; written by the fork when it records or
+    /// queues the job.
+    done: Completion<()>,
 }
 
 /// The job whose header task is `task`.
@@ -98,11 +103,11 @@ unsafe fn call(job: NonNull<FnJob>, worker: *const ()) {
 }
 
 /// The task callback of a job forked on a pool with spawner `S`: runs the function on the
-/// thread that took the job from a queue, then sets its signal.
+/// thread that took the job from a queue, then sets its completion.
 unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
-    // SAFETY: only the fork (`fork_fn_slow`) sets this callback, on the task of a live `FnJob`'s header,
-    // which its owner keeps alive until the signal is set (below); the pointer comes from
-    // `task_of`, derived from the whole job.
+    // SAFETY: only the fork (`fork_fn_slow`) sets this callback, on the task of a live `FnJob`'s
+    // header, which its owner keeps alive until the completion is set (below); the pointer
+    // comes from `task_of`, derived from the whole job.
     let job = unsafe { job_of(NonNull::new_unchecked(task)) };
     // SAFETY: as above; the header is only read here (the owner writes only `mode`).
     let header = unsafe { &(*job.as_ptr()).header };
@@ -112,8 +117,9 @@ unsafe extern "C" fn execute<S: Spawner>(task: *mut Task) {
     let worker = cx.map_or(ptr::null(), |cx| ptr::from_ref(cx).cast::<()>());
     // SAFETY: forked; the job runs once (its task was dequeued once).
     unsafe { call(job, worker) };
-    // SAFETY: offered; set once per fork; our last access: the owner may return right after.
-    unsafe { header.signal().set() };
+    // SAFETY: set once per fork (its one run); our last access: the owner may return right
+    // after.
+    unsafe { Completion::set(ptr::addr_of!((*job.as_ptr()).done), ()) };
 }
 
 // The fast paths of a fork and a join, which need no platform type (the C API takes them
@@ -182,6 +188,7 @@ impl<S: Spawner> WorkerContext<S> {
                 return self.fork_fn_deep(job);
             }
             ptr::addr_of_mut!((*j).header.task).write(Task::new(execute::<S>));
+            ptr::addr_of_mut!((*j).done).write(Completion::new());
             (*j).mode = LATENT;
             self.head.frames.push(depth, task_of(job));
         }
@@ -202,7 +209,8 @@ impl<S: Spawner> WorkerContext<S> {
         // queued; its join takes it back or waits for it.
         let queued = unsafe {
             task.as_ptr().write(Task::new(execute::<S>));
-            JobHeader::offer(task, ptr::from_ref(self.inner()).cast());
+            ptr::addr_of_mut!((*j).done).write(Completion::new());
+            JobHeader::offer(task, self.head.pool);
             let queued = self.joins.push(task);
             (*j).mode = if queued { QUEUED } else { INLINE };
             queued
@@ -273,7 +281,7 @@ impl<S: Spawner> WorkerContext<S> {
             return Ok(());
         }
         // SAFETY: offered (promoted or queued by the fork); only read from here on.
-        self.wait_until(unsafe { (*j).header.until() });
+        self.wait_until(unsafe { (*j).header.until((*j).done.signal()) });
         Ok(())
     }
 }
@@ -290,6 +298,7 @@ impl FnJob {
             run: Some(run),
             mode: IDLE,
             header: JobHeader::latent(not_forked),
+            done: Completion::new(),
         }
     }
 }

@@ -8,8 +8,6 @@
 //!
 //! Run: `make test-loom`.
 
-use core::ptr;
-
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -31,14 +29,15 @@ fn join_handshake_stolen_vs_taken_back() {
         let runs = Arc::new(AtomicUsize::new(0));
         let side = Arc::new(AtomicUsize::new(0));
         let (r2, s2) = (runs.clone(), side.clone());
-        // Run without a worker context (the model runs it on plain loom threads): a null pool.
+        // Run without a worker context: the model runs it on plain loom threads, none of them
+        // a worker of `pool`.
         let job = StackJob::<_, usize, LoomSpawner>::new(
             move |_| {
                 r2.fetch_add(1, Ordering::Relaxed);
                 s2.store(42, Ordering::Relaxed);
                 7usize
             },
-            ptr::null(),
+            pool.inner(),
         );
         let task = job.task();
         // SAFETY: this thread owns `d`; the Arc outlives the half.
@@ -62,8 +61,7 @@ fn join_handshake_stolen_vs_taken_back() {
             // SAFETY: taken back: ours to run, once.
             unsafe { job.run_inline(None) }
         } else {
-            // SAFETY: `new` offered the job.
-            pool.wait_for(unsafe { job.signal() });
+            pool.wait_for(job.signal());
             // SAFETY: stolen and run once; its signal is set (the wait above); taken once.
             unsafe { job.into_result() }
         };

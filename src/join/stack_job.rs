@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 
-use crate::latch::Signal;
+use crate::latch::{Completion, Signal};
 use crate::panic::{catch, resume, Panic};
 use crate::platform::Spawner;
 use crate::scheduler::job::JobHeader;
@@ -18,10 +18,9 @@ use crate::task::Task;
 /// A job that lives in its waiter's stack frame: its [`JobHeader`] first (so the task pointer
 /// is the job pointer), the closure and its result.
 ///
-/// A `join` creates its second half latent (`scheduler::frame`): only the task header and the
-/// closure are written. The rest of the header (the signal the owner waits on, the thief's
-/// index, the pool) is written by [`JobHeader::offer`], just before the job is queued. So a
-/// join whose `b` never leaves its worker writes no more than the task and the closure.
+/// A `join` creates its second half latent (`scheduler::frame`): the task header, the closure
+/// and the empty completion are written. The rest of the header (the thief's index, the pool)
+/// is written by [`JobHeader::offer`], just before the job is queued.
 ///
 /// Runs exactly once: by the thread that takes its task from a queue (the callback, which
 /// hands the closure that thread's worker context, if it is a worker of the pool), or inline
@@ -29,14 +28,15 @@ use crate::task::Task;
 /// task out once). After a queued run the owner consumes the result exactly once
 /// ([`into_result`](Self::into_result) or [`drop_result`](Self::drop_result)); a job that never
 /// runs is consumed by [`drop_unrun`](Self::drop_unrun). The frame stays alive until the
-/// signal is set (the callback's last access) or the owner took the job back.
+/// completion is set (the callback's last access) or the owner took the job back.
 #[repr(C)]
 pub(crate) struct StackJob<F, R, S: Spawner> {
     header: JobHeader,
     /// The closure: moved out exactly once (by its runner, or by `drop_unrun`).
     func: UnsafeCell<MaybeUninit<F>>,
-    /// Written by `execute` before it sets the signal; moved out once by the owner after.
-    result: UnsafeCell<MaybeUninit<Result<R, Panic>>>,
+    /// Set by a queued run (`execute`), with the closure's value or panic; taken once by the
+    /// owner after.
+    done: Completion<Result<R, Panic>>,
     _pool: PhantomData<*const Inner<S>>,
 }
 
@@ -58,19 +58,19 @@ where
         Self {
             header: JobHeader::latent(Self::execute),
             func: UnsafeCell::new(MaybeUninit::new(func)),
-            result: UnsafeCell::new(MaybeUninit::uninit()),
+            done: Completion::new(),
             _pool: PhantomData,
         }
     }
 
     /// A job ready to queue, running `func` with the worker context of `pool`'s worker that
-    /// runs it (`None` where there is none, or with a null `pool`).
+    /// runs it (`None` where there is none).
     #[inline]
-    pub(crate) fn new(func: F, pool: *const Inner<S>) -> Self {
+    pub(crate) fn new(func: F, pool: &Inner<S>) -> Self {
         let job = Self::latent(func);
         // SAFETY: a fresh job, not queued, ours. (`Offered` holds no pointer into the job, so
         // the job may move after.)
-        unsafe { JobHeader::offer(job.task(), pool.cast()) };
+        unsafe { JobHeader::offer(job.task(), NonNull::from(pool).cast()) };
         job
     }
 
@@ -84,12 +84,8 @@ where
     }
 
     /// The signal the owner waits on.
-    ///
-    /// # Safety
-    /// The job was offered.
-    pub(crate) unsafe fn signal(&self) -> &Signal {
-        // SAFETY: the caller's contract.
-        unsafe { self.header.signal() }
+    pub(crate) fn signal(&self) -> &Signal {
+        self.done.signal()
     }
 
     /// What the owner waits for: the signal, and the worker running the job (if known yet).
@@ -98,7 +94,7 @@ where
     /// The job was offered.
     pub(crate) unsafe fn until(&self) -> Until<'_> {
         // SAFETY: the caller's contract.
-        unsafe { self.header.until() }
+        unsafe { self.header.until(self.signal()) }
     }
 
     /// Moves the closure out.
@@ -116,17 +112,14 @@ where
         // SAFETY: `task` is the first field of a live, offered `StackJob<F, R, S>` (repr(C));
         // the owner keeps the frame alive until the signal is set, below.
         let job = unsafe { &*task.cast_const().cast::<Self>() };
-        // SAFETY: queued jobs were offered, with a null pool or the live pool whose worker
-        // queued the job (it waits for the job before its pool can go away).
+        // SAFETY: queued jobs were offered, with the live pool whose worker or caller queued
+        // the job (it waits for the job before its pool can go away).
         let cx = unsafe { job.header.begin_run::<S>() };
         // SAFETY: the job runs once (its task was dequeued once): we are its runner.
         let func = unsafe { job.take_func() };
-        let result = catch(|| func(cx));
-        // SAFETY: nobody reads `result` until the signal is set (Release, below).
-        job.result.with_mut(|r| unsafe { (*r).write(result) });
-        // SAFETY: offered; set once per job. It is our last access: the owner may return
-        // right after.
-        unsafe { job.header.signal().set() };
+        // SAFETY: set once per job (it ran once). It is our last access: the owner may
+        // return right after.
+        unsafe { Completion::set(&job.done, catch(|| func(cx))) };
     }
 
     /// Runs the closure on the owner's thread (the job was taken back or never queued).
@@ -149,35 +142,25 @@ where
         drop(unsafe { self.take_func() });
     }
 
-    /// The result after the signal is set.
-    ///
-    /// # Safety
-    /// The job ran from a queue and its signal is set; the result is taken once.
-    #[inline]
-    unsafe fn take_result(&self) -> Result<R, Panic> {
-        // SAFETY: the signal is set (Acquire in `is_set`/`wait_for`): the runner wrote the
-        // result and is done with the job; taken once (the caller's contract).
-        self.result.with(|r| unsafe { (*r).assume_init_read() })
-    }
-
     /// The closure's value after the signal is set, re-raising its panic.
     ///
     /// # Safety
-    /// As [`take_result`](Self::take_result).
+    /// The job ran from a queue and its signal is set; the result is taken once.
     pub(crate) unsafe fn into_result(&self) -> R {
         // SAFETY: the caller's contract.
-        match unsafe { self.take_result() } {
-            Ok(r) => r,
-            Err(p) => resume(p),
+        match unsafe { self.done.take() } {
+            Some(Ok(r)) => r,
+            Some(Err(p)) => resume(p),
+            None => unreachable!("a stack job's result is taken once, after its run"),
         }
     }
 
     /// Drops the result (a panic payload too) after the signal is set.
     ///
     /// # Safety
-    /// As [`take_result`](Self::take_result).
+    /// As [`into_result`](Self::into_result).
     pub(crate) unsafe fn drop_result(&self) {
         // SAFETY: the caller's contract.
-        drop(unsafe { self.take_result() });
+        drop(unsafe { self.done.take() });
     }
 }

@@ -1,13 +1,13 @@
 //! Loom models of the crate's completion primitives (`signal.rs`, `count.rs`).
 //!
 //! `Signal`, the one completion primitive, with its waker slot: the first registration racing
-//! `set`, a waker replacement (an async waiter's second poll) racing `set`, and a parker's
-//! waiter racing `set`. Fork-join halves, latches, async join slots and blocking-pool handles
-//! all complete through it. What each of these models checks: the waiter is woken exactly
-//! once, or its registration reports the signal complete (being set or set) and then it is
-//! never woken; a replaced waker is never woken; no clone of a waker outlives the signal's
-//! protocol (counted with `Arc`'s strong count); a lost wake-up shows as a loom deadlock (the
-//! waiter parks forever).
+//! `set`, a waker replacement (an async waiter's second poll) racing `set`, a parker's waiter
+//! racing `set`, and a timed waiter withdrawing racing `set`. Fork-join halves, latches,
+//! async join slots and blocking-pool handles all complete through it. What each of these
+//! models checks: the waiter is woken exactly once, or its registration reports the signal
+//! complete (being set or set) and then it is never woken; a replaced or withdrawn waker is
+//! never woken; no clone of a waker outlives the signal's protocol (counted with `Arc`'s
+//! strong count); a lost wake-up shows as a loom deadlock (the waiter parks forever).
 //!
 //! `CountLatch`, the counting latch that C and Rust callers wait on: two `done`s racing the
 //! waiter's close and park; the waiter returns only after both and sees their writes.
@@ -137,12 +137,54 @@ fn signal_waker_then_parker_vs_set() {
         assert!(unsafe { signal.register(&waker) });
         let t = setter(&signal);
         let parker = LoomParker::default();
-        signal.park_until_set(&parker);
+        signal.wait(&parker, None);
         assert!(signal.is_set());
         t.join().unwrap();
         assert!(wakes(&count) <= 1);
         drop(waker);
         assert_eq!(std::sync::Arc::strong_count(&count), 1, "a waker clone leaked");
+    });
+}
+
+/// A parker that fails the model if it is unparked after its waiter gave up on it.
+#[derive(Default)]
+struct WatchedParker {
+    parker: LoomParker,
+    gone: loom::sync::atomic::AtomicBool,
+}
+
+impl crate::Parker for WatchedParker {
+    fn park(&self) {
+        self.parker.park();
+    }
+    fn park_timeout(&self, timeout: core::time::Duration) {
+        self.parker.park_timeout(timeout);
+    }
+    fn unpark(&self) {
+        assert!(!self.gone.load(Ordering::Acquire), "a waiter that gave up was woken");
+        self.parker.unpark();
+    }
+}
+
+#[test]
+fn signal_timed_wait_vs_set() {
+    // Interleaving: a waiter whose deadline has passed by its first look registers its parker
+    // and withdraws it while the setter runs: the setter's swap lands before the registration
+    // (complete: true), between the registration and the withdrawal (the withdrawal fails: it
+    // waits for SET, true) or after the withdrawal (false; the setter, which displaced EMPTY,
+    // never reads the slot). A waiter that returned false is never woken after.
+    model("signal_timed_wait_vs_set", || {
+        let signal = Arc::new(Signal::new());
+        let t = setter(&signal);
+        let parker = WatchedParker::default();
+        let set = signal.wait(&parker, Some((1, &|| Some(1))));
+        if set {
+            assert!(signal.is_set());
+        } else {
+            parker.gone.store(true, Ordering::Release);
+        }
+        t.join().unwrap();
+        assert!(signal.is_set());
     });
 }
 

@@ -4,6 +4,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 use core::task::{RawWaker, RawWakerVTable, Waker};
+use core::time::Duration;
 
 use crate::platform::Parker;
 use crate::sync::{spin_hint, AtomicUsize, Ordering, UnsafeCell};
@@ -262,17 +263,62 @@ impl Signal {
 }
 
 impl Signal {
-    /// Parks on `parker` (the calling thread's own) until the signal is set. The one waiter.
-    pub(crate) fn park_until_set<P: Parker>(&self, parker: &P) {
+    /// The waiter gives up its wait (its deadline passed): takes its waker back out of the
+    /// slot, if it registered one. False if the setter displaced it first (the signal is being
+    /// set: the waiter then waits for SET, as any waiter that saw SETTING).
+    ///
+    /// # Safety
+    /// Called by the signal's one waiter.
+    pub(crate) unsafe fn withdraw(&self) -> bool {
+        // Relaxed on success: only we wrote the slot, and the setter reads it only after
+        // displacing WAITING, which would make this fail (as `register`'s take-back). Acquire
+        // on failure: we read SETTING or SET, after the setter's Release.
+        match self.state.compare_exchange(WAITING, EMPTY, Ordering::Relaxed, Ordering::Acquire) {
+            Ok(_) => {}
+            // Nothing registered (the slot is empty), and no setter began.
+            Err(EMPTY) => return true,
+            Err(_) => return false,
+        }
+        // SAFETY: EMPTY again, and we are the waiter: the slot is ours (module docs).
+        drop(self.waker.with_mut(|slot| unsafe { (*slot).take() }));
+        true
+    }
+
+    /// Makes a set signal unset again, for a waiter that waits on it round after round
+    /// (`block_on`). The slot is empty: a set signal's waker was taken by its setter, or back
+    /// by its waiter.
+    ///
+    /// # Safety
+    /// The signal is SET, and no setter touches it until the caller publishes (with Release,
+    /// seen by that setter with Acquire) what makes the next one set it.
+    pub(crate) unsafe fn reset(&self) {
+        debug_assert!(self.is_set());
+        // Relaxed: the caller's publication orders it before the next set.
+        self.state.store(EMPTY, Ordering::Relaxed);
+    }
+
+    /// The one parked wait (module docs, "Waiting"): parks on `parker` (the calling thread's
+    /// own) until the signal is set, or until `deadline` has passed (ns, on the clock the
+    /// function reads; a clock that reads `None` counts as past). True if the signal is set;
+    /// false if the deadline came first, and then nothing refers to `parker` any more. The
+    /// signal's one waiter.
+    pub(crate) fn wait<P: Parker>(&self, parker: &P, deadline: Option<(u64, &dyn Fn() -> Option<u64>)>) -> bool {
         // SAFETY: we are the only waiter; `parker` lives until the signal is set (the spin
-        // below comes before it can be dropped).
+        // below comes before it can be dropped) or the waker is withdrawn.
         if unsafe { self.register(&parker_waker(parker)) } {
             while !self.is_setting() {
-                parker.park();
+                match deadline.map(|(at, now)| (at, now())) {
+                    None => parker.park(),
+                    Some((at, Some(now))) if now < at => parker.park_timeout(Duration::from_nanos(at - now)),
+                    // SAFETY: registered above.
+                    _ if unsafe { self.withdraw() } => return false,
+                    _ => break,
+                }
             }
         }
         // After SETTING the setter may still be inside its `unpark`, and SET is its last
         // access (tests/waiter_parker.rs).
         self.spin_until_set();
+        true
     }
 }

@@ -125,9 +125,62 @@ fn panicking_wake_still_sets() {
     assert!(s.is_set(), "SET is stored even when the wake panics");
 }
 
+#[test]
+fn timed_wait_gives_up_and_takes_its_waker_back() {
+    let s = Signal::new();
+    let p = NoopParker;
+    // A clock 5 ns further on at each reading: the deadline passes at the second.
+    let now = core::cell::Cell::new(0u64);
+    let read = || {
+        now.set(now.get() + 5);
+        Some(now.get())
+    };
+    assert!(!s.wait(&p, Some((8, &read))));
+    // Withdrawn: the set finds no waiter, and a later wait sees it set at once.
+    // SAFETY: set once.
+    unsafe { s.set() };
+    assert!(s.wait(&p, Some((0, &read))));
+    assert!(s.wait(&p, None));
+}
+
 struct NoopParker;
 impl crate::Parker for NoopParker {
     fn park(&self) {}
     fn park_timeout(&self, _: core::time::Duration) {}
     fn unpark(&self) {}
+}
+
+/// A wait with a deadline on a signal nobody sets gives up at its deadline, off the pool (the
+/// parked wait) and on a worker (the waiting loop); a set signal is seen by the next wait.
+#[cfg(feature = "std")]
+#[test]
+fn timed_waits_on_and_off_the_pool_give_up_at_their_deadline() {
+    use crate::scheduler::job::Until;
+    use crate::Spawner;
+    use std::sync::Arc;
+    const MS: u64 = 1_000_000;
+
+    let pool = Arc::new(crate::ThreadPool::new(crate::Config::default().with_max_threads(1)).unwrap());
+    let signal = Arc::new(Signal::new());
+    fn until<'a>(pool: &crate::ThreadPool<crate::ThreadSpawner>, signal: &'a Signal) -> (Until<'a>, u64) {
+        let deadline = pool.spawner().now_ns().unwrap() + 2 * MS;
+        (Until { signal, thief: None, deadline: Some(deadline) }, deadline)
+    }
+    let (u, deadline) = until(&pool, &signal);
+    assert!(!pool.wait_until(u), "off the pool: nobody sets it");
+    assert!(pool.spawner().now_ns().unwrap() >= deadline);
+    let (p, s) = (pool.clone(), signal.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    pool.spawn(move || {
+        let (u, deadline) = until(&p, &s);
+        let set = p.wait_until(u);
+        let late = p.spawner().now_ns().unwrap() >= deadline;
+        drop(p); // before `send`: the last handle must not drop on a worker
+        tx.send((set, late)).unwrap();
+    })
+    .unwrap();
+    assert_eq!(rx.recv().unwrap(), (false, true), "on a worker: nobody sets it");
+    // SAFETY: set once; both waits withdrew their wakers.
+    unsafe { signal.set() };
+    assert!(pool.wait_until(until(&pool, &signal).0));
 }

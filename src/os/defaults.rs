@@ -1,6 +1,6 @@
 //! The `std` defaults: the constructors and waits on the default platform,
-//! [`ThreadPool::new`], [`BlockingPool::new`] and [`BlockingHandle::join`] (a thread's park on
-//! the [`DefaultParker`]).
+//! [`ThreadPool::new`], [`BlockingPool::new`] and [`BlockingHandle::join`] (on a pool's worker,
+//! the pool's waiting loop; elsewhere a park on the [`DefaultParker`]).
 
 use crate::blocking::{BlockingConfig, BlockingHandle, BlockingJoinError, BlockingPool};
 use crate::error::Error;
@@ -59,10 +59,13 @@ impl<T> BlockingHandle<T> {
     /// ```
     pub fn join(mut self) -> Result<T, BlockingJoinError> {
         let done = self.done();
-        if !done.is_setting() {
-            // Parks until SET: the parker lives in this frame, and SET is the setter's last
-            // access to it (`Signal::park_until_set`).
-            done.park_until_set(&DefaultParker::default());
+        match super::thread::current_pool() {
+            // SAFETY: the pool this thread works for outlives the code it runs; the handle is
+            // the signal's one waiter.
+            Some(pool) => unsafe { (pool.ops.wait)(pool.pool, done) },
+            None => {
+                done.wait(&DefaultParker::default(), None);
+            }
         }
         self.take_output()
     }

@@ -16,7 +16,7 @@ mod futex;
 pub(crate) mod fork;
 pub(crate) mod global;
 mod parker;
-mod thread;
+pub(crate) mod thread;
 
 pub use condvar::CondvarParker;
 pub use parker::DefaultParker;

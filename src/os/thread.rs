@@ -23,10 +23,33 @@ use super::clock::MonotonicClock;
 use super::parker::DefaultParker;
 use crate::fallible::TryArc;
 use crate::platform::{Parker, PoolLink, SpawnError, Spawner, ThreadStart};
+use crate::scheduler::context::ContextHead;
+use crate::scheduler::AnyPool;
 use crate::Error;
 
 std::thread_local! {
+    /// The current worker of this thread for every pool on the `std` and C spawners
+    /// ([`Spawner::current_worker`]). A `Cell` of a raw pointer: no destructor, so a host
+    /// thread that never told Rust about itself is fine.
     static CURRENT_WORKER: Cell<*const ()> = const { Cell::new(core::ptr::null()) };
+}
+
+/// [`Spawner::current_worker`] of the `std` and C spawners: one slot for all their pools.
+#[inline]
+pub(crate) fn current_worker() -> *const () {
+    CURRENT_WORKER.with(Cell::get)
+}
+
+/// [`Spawner::set_current_worker`] of the `std` and C spawners.
+pub(crate) fn set_current_worker(worker: *const ()) {
+    CURRENT_WORKER.with(|c| c.set(worker));
+}
+
+/// The pool whose worker the calling thread is, of those on the `std` and C spawners (a
+/// blocking handle's `join` waits through its waiting loop); `None` on any other thread.
+pub(crate) fn current_pool() -> Option<AnyPool> {
+    // SAFETY: only those pools store in this slot, on their own threads.
+    unsafe { ContextHead::any_of(current_worker()) }
 }
 
 /// Starts pool threads as `std::thread`s, parking them on `P` ([`DefaultParker`] unless chosen).
@@ -299,11 +322,11 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
 
     #[inline]
     fn current_worker(&self) -> *const () {
-        CURRENT_WORKER.with(Cell::get)
+        current_worker()
     }
 
     fn set_current_worker(&self, worker: *const ()) {
-        CURRENT_WORKER.with(|c| c.set(worker));
+        set_current_worker(worker);
     }
 
     #[inline]

@@ -1,19 +1,24 @@
 //! [`ThreadPool::block_on`]: runs a future to completion on the calling thread (the main
-//! thread, typically), parking it between polls on a parker from the pool's platform.
+//! thread, typically), waiting between polls as every wait does (`latch`, "Waiting"): on one
+//! of the pool's workers through its waiting loop, which runs other tasks meanwhile; elsewhere
+//! parked on a parker from the pool's platform.
 //!
 //! The waker is a small reference-counted block (one allocation per `block_on` call, none per
-//! poll or wake) holding the parker and a three-state word:
+//! poll or wake) holding a three-state word and the signal a round's wait waits on:
 //!
 //! ```text
 //!   IDLE --wake--> NOTIFIED --(poller consumes: swap IDLE)--> IDLE
-//!   IDLE --(poller about to park: CAS)--> PARKED --wake: swap NOTIFIED, sees PARKED--> unpark
+//!   IDLE --(poller about to wait: CAS)--> PARKED --wake: swap NOTIFIED, sees PARKED--> set
 //! ```
-//! A wake always leaves NOTIFIED behind, and unparks only if it displaced PARKED, so a wake
-//! while the poller runs or spins costs one swap and no system call. The poller never parks
-//! unless its CAS from IDLE to PARKED succeeded, so a wake cannot fall between its check and
-//! its sleep (the parker keeps the token of an `unpark` that comes before `park`).
+//! A wake always leaves NOTIFIED behind, and sets the signal only if it displaced PARKED, so a
+//! wake while the poller runs or spins costs one swap and no system call. The poller waits
+//! only after its CAS from IDLE to PARKED succeeded, so a wake cannot fall between its check
+//! and its wait (a set before the wait registers is seen by it). One wake displaces PARKED
+//! per round, so the signal is set once per round; the poller makes it unset again once it
+//! saw SET (the setter's last access), before it publishes PARKED again (Release, paired with
+//! the wake's Acquire: the next round's setter sees the reset).
 //!
-//! Before parking, the poller spins for [`BLOCK_ON_SPINS`] rounds (~2 µs where a spin-loop hint
+//! Before waiting, the poller spins for [`BLOCK_ON_SPINS`] rounds (~2 µs where a spin-loop hint
 //! takes ~30 ns). With the workers' own idle spin (`Config::idle_spins`), a `block_on` that
 //! awaits a task it just spawned then costs neither side a system call: the worker that was
 //! still spinning takes the task, and the result lands while this thread still spins.
@@ -31,17 +36,19 @@
 //! 2-core machine with fast wake-ups, 4096 spins made the round trip 5-15 µs): 64.
 
 use core::future::Future;
+use core::mem::ManuallyDrop;
 use core::pin::pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use alloc::boxed::Box;
 
-use crate::platform::{Parker, Spawner};
+use crate::latch::Signal;
+use crate::platform::Spawner;
 use crate::scheduler::ThreadPool;
 use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 
-/// Spin iterations before parking in `block_on` (see the module docs for the measurement).
+/// Spin iterations before waiting in `block_on` (see the module docs for the measurement).
 pub(crate) const BLOCK_ON_SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 const IDLE: u32 = 0;
@@ -49,19 +56,22 @@ const NOTIFIED: u32 = 1;
 const PARKED: u32 = 2;
 
 /// The waker's target, reference-counted by the wakers and the `block_on` frame.
-struct Waiter<P> {
+struct Waiter {
     refs: AtomicUsize,
     state: AtomicU32,
-    parker: P,
+    /// Set by the wake that displaced PARKED; unset again by the poller (module docs).
+    signal: Signal,
 }
 
-impl<P: Parker> Waiter<P> {
+impl Waiter {
     const VTABLE: RawWakerVTable = RawWakerVTable::new(Self::clone_raw, Self::wake_raw, Self::wake_by_ref_raw, Self::drop_raw);
 
     fn wake(&self) {
-        // Release: what the waker did before waking is visible after the poller's Acquire swap.
-        if self.state.swap(NOTIFIED, Ordering::Release) == PARKED {
-            self.parker.unpark();
+        // Release: what the waker did before waking is visible after the poller's Acquire
+        // swap. Acquire: pairs with the poller's Release CAS to PARKED (module docs).
+        if self.state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
+            // SAFETY: we displaced PARKED: this round's one setter (module docs).
+            unsafe { self.signal.set() };
         }
     }
 
@@ -71,8 +81,8 @@ impl<P: Parker> Waiter<P> {
         self.state.load(Ordering::Relaxed) == NOTIFIED && self.state.swap(IDLE, Ordering::Acquire) == NOTIFIED
     }
 
-    /// Waits until woken: spin, then park.
-    fn wait(&self) {
+    /// Waits until woken: spin, then wait for the round's signal through `pool`.
+    fn wait<S: Spawner>(&self, pool: &ThreadPool<S>) {
         let mut spins = BLOCK_ON_SPINS;
         while spins > 0 {
             if self.consume() {
@@ -81,22 +91,20 @@ impl<P: Parker> Waiter<P> {
             spin_hint();
             spins -= 1;
         }
-        // Announce the sleep; fails only if a wake came in (NOTIFIED).
-        if self.state.compare_exchange(IDLE, PARKED, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-            loop {
-                self.parker.park();
-                if self.state.load(Ordering::Relaxed) != PARKED {
-                    break;
-                }
-                // A spurious return, or a stale token from an earlier round: sleep again.
-            }
+        // Announce the wait; fails only if a wake came in (NOTIFIED). Release: the reset of
+        // the last round's signal comes before the set of this one's (module docs).
+        if self.state.compare_exchange(IDLE, PARKED, Ordering::Release, Ordering::Relaxed).is_ok() {
+            pool.wait_for(&self.signal);
+            // SAFETY: SET: this round's setter is done with it, and no wake sets it again
+            // until we publish PARKED again.
+            unsafe { self.signal.reset() };
         }
         let consumed = self.consume();
         debug_assert!(consumed, "woke without a notification");
     }
 
     /// # Safety
-    /// `ptr` is a `Waiter<P>` on which the caller holds a reference.
+    /// `ptr` is a `Waiter` on which the caller holds a reference.
     unsafe fn from_ptr<'a>(ptr: *const ()) -> &'a Self {
         // SAFETY: the caller's contract.
         unsafe { &*ptr.cast::<Self>() }
@@ -150,9 +158,9 @@ impl<P: Parker> Waiter<P> {
 }
 
 /// Gives the `block_on` frame's reference back, even on unwind.
-struct FrameRef<P: Parker>(NonNull<Waiter<P>>);
+struct FrameRef(NonNull<Waiter>);
 
-impl<P: Parker> Drop for FrameRef<P> {
+impl Drop for FrameRef {
     fn drop(&mut self) {
         // SAFETY: the frame's reference, given back once.
         unsafe { Waiter::release(self.0) }
@@ -161,14 +169,11 @@ impl<P: Parker> Drop for FrameRef<P> {
 
 impl<S: Spawner> ThreadPool<S> {
     /// Runs `future` to completion on the calling thread and returns its output. Tasks it
-    /// spawns run on the pool; between polls the thread spins briefly, then parks on a parker
-    /// from the pool's platform until the future's waker is called.
-    ///
-    /// Meant for threads outside the pool (the main thread). Called on one of the pool's
-    /// workers it blocks that worker like any blocking call (other workers steal its queued
-    /// tasks, LIFO slot included; with a single worker, a future waiting for a task of this pool
-    /// would wait forever): inside the pool, `.await` instead, or use
-    /// [`JoinHandle::join`](crate::runtime::JoinHandle::join), which helps.
+    /// spawns run on the pool; between polls the thread spins briefly, then waits until the
+    /// future's waker is called: on one of the pool's workers it runs other tasks meanwhile
+    /// (as [`JoinHandle::join`](crate::runtime::JoinHandle::join) does, so a future that waits
+    /// for a task of this pool completes even with a single worker); on any other thread it
+    /// parks on a parker from the pool's platform.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
@@ -184,12 +189,12 @@ impl<S: Spawner> ThreadPool<S> {
         let waiter = NonNull::from(Box::leak(Box::new(Waiter {
             refs: AtomicUsize::new(1),
             state: AtomicU32::new(IDLE),
-            parker: self.spawner().new_parker(),
+            signal: Signal::new(),
         })));
         let frame = FrameRef(waiter);
         // A borrowed waker: the frame's reference covers it; clones take their own.
-        // SAFETY: the vtable's functions expect a live `Waiter<S::Parker>`.
-        let waker = core::mem::ManuallyDrop::new(unsafe { Waker::from_raw(Waiter::raw(waiter.as_ptr())) });
+        // SAFETY: the vtable's functions expect a live `Waiter`.
+        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(Waiter::raw(waiter.as_ptr())) });
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
         loop {
@@ -198,7 +203,7 @@ impl<S: Spawner> ThreadPool<S> {
                 return output;
             }
             // SAFETY: the frame's reference keeps it alive.
-            unsafe { waiter.as_ref() }.wait();
+            unsafe { waiter.as_ref() }.wait(self);
         }
     }
 }

@@ -24,32 +24,25 @@ use crate::latch::Signal;
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
 
-impl<F, Sch> Cell<F, Sch>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+/// What a task runs: a future, and its output, that may move between threads.
+pub(crate) trait TaskFuture: Future<Output: Send + 'static> + Send + 'static {}
+
+impl<F: Future<Output: Send + 'static> + Send + 'static> TaskFuture for F {}
+
+impl<F: TaskFuture, Sch: Schedule> Cell<F, Sch> {
     const VTABLE: Vtable = Vtable {
-        schedule: schedule::<Sch>,
         cancel_scheduled: cancel_scheduled::<F, Sch>,
         cancel_claimed: cancel_claimed::<F, Sch>,
         read_output: read_output::<F, Sch>,
         drop_output: drop_output::<F, Sch>,
-        wait: wait::<Sch>,
         dealloc: dealloc::<F, Sch>,
-        timers: Sch::timers,
+        sched_ops: Sch::OPS,
     };
 }
 
 /// Allocates a task (the one allocation per spawn) in state [`Snapshot::INITIAL`]: scheduled,
 /// with a join handle, two references (the queue's and the handle's). The caller queues it.
-pub(crate) fn allocate<F, Sch>(future: F, sched: NonNull<()>) -> NonNull<Header>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+pub(crate) fn allocate<F: TaskFuture, Sch: Schedule>(future: F, sched: NonNull<()>) -> NonNull<Header> {
     let cell = Box::new(Cell::<F, Sch> {
         header: Header {
             task: Task::new(run::<F, Sch>),
@@ -76,12 +69,7 @@ where
 /// As `Header::submit`, with `RUNNING` instead of `SCHEDULED` when `running`; `header` is a
 /// `Cell<F, Sch>`.
 #[inline(always)]
-unsafe fn submit_requeue<F, Sch>(header: NonNull<Header>, running: bool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn submit_requeue<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, running: bool) {
     // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
     if unsafe { Sch::schedule(header.as_ref().sched, Header::task(header), false) }.is_err() {
         // SAFETY: forwarded.
@@ -96,12 +84,7 @@ where
 /// are still ours.
 #[cold]
 #[inline(never)]
-unsafe fn requeue_refused<F, Sch>(header: NonNull<Header>, running: bool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn requeue_refused<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, running: bool) {
     if running {
         // SAFETY: refused, so RUNNING and the reference are still ours.
         unsafe { cancel_running::<F, Sch>(header, true) };
@@ -119,12 +102,7 @@ where
 /// # Safety
 /// `task` is the header of a `Cell<F, Sch>` with `SCHEDULED` set (or `RUNNING`, re-queued by
 /// its own poll); the queue's reference passes to us.
-unsafe extern "C" fn run<F, Sch>(task: *mut Task)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe extern "C" fn run<F: TaskFuture, Sch: Schedule>(task: *mut Task) {
     // SAFETY: the pool hands back the pointer we queued, which is non-null.
     let header = unsafe { NonNull::new_unchecked(task.cast::<Header>()) };
     // SAFETY: the queue's reference (now ours) keeps it alive.
@@ -180,12 +158,7 @@ where
 /// # Safety
 /// We hold RUNNING and the queue's reference.
 #[inline(never)]
-unsafe fn finish<F, Sch>(header: NonNull<Header>, result: Result<F::Output, JoinError>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn finish<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, result: Result<F::Output, JoinError>) {
     // SAFETY: the caller's contract; dropping the finished future happens here.
     unsafe {
         set_stage::<F, Sch>(header, Stage::Finished(result));
@@ -200,12 +173,7 @@ where
 /// # Safety
 /// We hold RUNNING and the queue's reference.
 #[inline(always)]
-unsafe fn after_pending<F, Sch>(header: NonNull<Header>, self_woken: bool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn after_pending<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, self_woken: bool) {
     // SAFETY: our reference keeps it alive.
     let h = unsafe { header.as_ref() };
     let s = h.state.load(Ordering::Relaxed);
@@ -226,12 +194,7 @@ where
 /// # Safety
 /// As `after_pending`; `s` is a recent load of the state word.
 #[inline(never)]
-unsafe fn after_pending_slow<F, Sch>(header: NonNull<Header>, self_woken: bool, s: Snapshot)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn after_pending_slow<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, self_woken: bool, s: Snapshot) {
     // SAFETY: our reference keeps it alive.
     let h = unsafe { header.as_ref() };
     match h.state.transition_to_idle(s, self_woken) {
@@ -250,12 +213,7 @@ where
 ///
 /// # Safety
 /// We hold RUNNING; `sched_ref`: we also hold the queue's reference (dropped at the end).
-unsafe fn cancel_running<F, Sch>(header: NonNull<Header>, sched_ref: bool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn cancel_running<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, sched_ref: bool) {
     // SAFETY: RUNNING gives us the stage.
     unsafe {
         set_stage::<F, Sch>(header, Stage::Finished(Err(JoinError::cancelled())));
@@ -269,12 +227,7 @@ where
 ///
 /// # Safety
 /// We hold RUNNING and the stage is `Finished`.
-unsafe fn complete<F, Sch>(header: NonNull<Header>, sched_ref: bool)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn complete<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>, sched_ref: bool) {
     // SAFETY: we hold a reference (the queue's, or the aborting JoinHandle's).
     let h = unsafe { header.as_ref() };
     match h.state.transition_to_complete() {
@@ -298,18 +251,7 @@ where
 // ---------------------------------------------------------------------------------------------
 // Vtable entries
 
-unsafe fn schedule<Sch: Schedule>(header: NonNull<Header>, lifo: bool) -> Result<(), ()> {
-    // SAFETY: the caller holds SCHEDULED and the queue's reference (so the header is live),
-    // and the scheduler outlives its tasks.
-    unsafe { Sch::schedule(header.as_ref().sched, Header::task(header), lifo) }
-}
-
-unsafe fn cancel_scheduled<F, Sch>(header: NonNull<Header>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn cancel_scheduled<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>) {
     // SAFETY: we hold the queue's reference.
     let h = unsafe { header.as_ref() };
     // SCHEDULED -> RUNNING, as `run` does; cancelled or not, the future is dropped.
@@ -318,20 +260,12 @@ where
     unsafe { cancel_running::<F, Sch>(header, true) };
 }
 
-unsafe fn cancel_claimed<F, Sch>(header: NonNull<Header>)
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn cancel_claimed<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>) {
     // SAFETY: `abort` claimed RUNNING; its JoinHandle's reference keeps the task alive.
     unsafe { cancel_running::<F, Sch>(header, false) };
 }
 
-unsafe fn read_output<F, Sch>(header: NonNull<Header>, dst: *mut ())
-where
-    F: Future + Send + 'static,
-{
+unsafe fn read_output<F: TaskFuture, Sch>(header: NonNull<Header>, dst: *mut ()) {
     // SAFETY: the JoinHandle (JOIN_INTEREST) saw COMPLETE, or its join signal set, with
     // Acquire: the stage is its.
     let stage = unsafe { cell::<F, Sch>(header) }.stage.with_mut(|s| unsafe { core::ptr::replace(s, Stage::Consumed) });
@@ -343,27 +277,12 @@ where
     unsafe { *dst.cast::<Poll<Result<F::Output, JoinError>>>() = Poll::Ready(result) };
 }
 
-unsafe fn drop_output<F, Sch>(header: NonNull<Header>)
-where
-    F: Future + Send + 'static,
-{
+unsafe fn drop_output<F: TaskFuture, Sch>(header: NonNull<Header>) {
     // SAFETY: as `read_output`.
     unsafe { set_stage::<F, Sch>(header, Stage::Consumed) };
 }
 
-unsafe fn wait<Sch: Schedule>(header: NonNull<Header>) {
-    // SAFETY: the caller (the JoinHandle, the join signal's one waiter) holds a reference; the
-    // scheduler outlives the task.
-    let h = unsafe { header.as_ref() };
-    // SAFETY: as above.
-    unsafe { Sch::wait(h.sched, &h.join) }
-}
-
-unsafe fn dealloc<F, Sch>(header: NonNull<Header>)
-where
-    F: Future + Send + 'static,
-    Sch: Schedule,
-{
+unsafe fn dealloc<F: TaskFuture, Sch: Schedule>(header: NonNull<Header>) {
     // SAFETY: the last reference is gone: nothing else can reach the cell.
     let sched = unsafe { header.as_ref() }.sched;
     // SAFETY: allocated by `allocate` as a Box<Cell<F, Sch>>.
@@ -372,5 +291,5 @@ where
     // read, a waker left in the join signal.
     let _ = catch(move || drop(cell));
     // SAFETY: once per task, last.
-    unsafe { Sch::release(sched) };
+    unsafe { (Sch::OPS.release)(sched) };
 }

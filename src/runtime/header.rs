@@ -1,8 +1,8 @@
 //! The async task's memory: one allocation (`Cell<F, Sch>`) holding the [`Header`] (the pool's
-//! intrusive [`Task`] first, the state word, the vtable, the scheduler pointer, the join
-//! signal) followed by the future, which is replaced by its output when it completes; the
-//! [`Schedule`] trait a task's scheduler implements; and the type-independent operations on a
-//! task that go through its [`Vtable`].
+//! intrusive [`Task`] first, the state word, the vtable, the scheduler, the join signal)
+//! followed by the future, which is replaced by its output when it completes; the
+//! [`Schedule`] trait through which the harness calls its scheduler directly; and the
+//! type-independent operations on a task, through its [`Vtable`] and its scheduler's table.
 //!
 //! # Who may touch what
 //! * The **stage** (future / output): the thread that set `RUNNING` while it is set; after
@@ -26,19 +26,24 @@ use core::ptr::NonNull;
 use super::error::JoinError;
 use super::state::State;
 use crate::latch::Signal;
+use crate::scheduler::any_pool::{AnyPool, PoolOps};
 use crate::sync::{Ordering, UnsafeCell};
 use crate::task::Task;
-use crate::timer::TimerHandle;
 
-/// What a task needs from whatever runs it: the pool (`super::pool::PoolScheduler`) or, in
-/// the loom models, a queue the model drives by hand.
+/// A task's scheduler: the pool (`super::pool::PoolScheduler`) or, in the loom models, a queue
+/// the model drives by hand. What the harness, which knows the type, asks of it directly;
+/// everything else a task asks of its scheduler without knowing the type (a wake's submit, a
+/// `JoinHandle::join`'s wait, its timers, the release of its reference) goes through its
+/// table ([`AnyPool`], `scheduler::any_pool`).
 ///
 /// # Safety
-/// `sched` is the pointer given to `allocate`, valid until [`release`](Self::release) has
-/// been called for every task allocated with it. `schedule` returning `Ok` means the task's
-/// callback will be called exactly once (the pool's task contract); `Err` means never, and
-/// the task is still the caller's.
+/// `sched` is the scheduler given to `allocate`, live until its table's `release` has been
+/// called for every task allocated with it. `schedule` is the table's `schedule` (returning
+/// `Ok` means the task's callback will be called exactly once, the pool's task contract;
+/// `Err` means never, and the task is still the caller's), here for the harness to inline.
 pub(crate) unsafe trait Schedule: 'static {
+    /// The scheduler's table.
+    const OPS: &'static PoolOps;
     /// Queues the task. `lifo`: spawned, or woken by someone else (runs next on this worker);
     /// false: re-queued by its own poll (goes to the back, so others run first).
     ///
@@ -51,32 +56,11 @@ pub(crate) unsafe trait Schedule: 'static {
     /// # Safety
     /// `sched` is live (see the trait).
     unsafe fn is_closed(sched: NonNull<()>) -> bool;
-    /// Blocks until `signal` is set (a `JoinHandle::join`): helps on a worker, parks elsewhere.
-    ///
-    /// # Safety
-    /// `sched` is live; `signal` is the join signal of a task of this scheduler, and the
-    /// caller is its `JoinHandle` (the signal's one waiter).
-    unsafe fn wait(sched: NonNull<()>, signal: &Signal);
-    /// A task allocated with `sched` was freed; `sched` may be freed once the last one is.
-    ///
-    /// # Safety
-    /// Called once per task, as its very last action.
-    unsafe fn release(sched: NonNull<()>);
-    /// The scheduler's timers, for a timer created or polled in one of its tasks
-    /// (`crate::time`); `None` (the default) for a scheduler without.
-    ///
-    /// # Safety
-    /// `sched` is live.
-    unsafe fn timers(_sched: NonNull<()>) -> Option<TimerHandle> {
-        None
-    }
 }
 
 /// The type-specific operations, one static table per (future type, scheduler type); the
 /// entries are in `harness.rs`.
 pub(crate) struct Vtable {
-    /// Queue the task (see [`Schedule::schedule`]).
-    pub(super) schedule: unsafe fn(NonNull<Header>, bool) -> Result<(), ()>,
     /// The scheduler refused the task: cancel it on this thread (we hold `SCHEDULED` and the
     /// queue's reference).
     pub(super) cancel_scheduled: unsafe fn(NonNull<Header>),
@@ -86,12 +70,10 @@ pub(crate) struct Vtable {
     pub(super) read_output: unsafe fn(NonNull<Header>, *mut ()),
     /// Drops the output (the `JoinHandle` goes away after completion without reading it).
     pub(super) drop_output: unsafe fn(NonNull<Header>),
-    /// Blocks until the join signal is set (see [`Schedule::wait`]).
-    pub(super) wait: unsafe fn(NonNull<Header>),
     /// Frees the allocation (the last reference is gone).
     pub(super) dealloc: unsafe fn(NonNull<Header>),
-    /// The scheduler's timers (see [`Schedule::timers`]).
-    pub(super) timers: unsafe fn(NonNull<()>) -> Option<TimerHandle>,
+    /// The scheduler's table ([`Schedule::OPS`]): with `sched`, the task's [`AnyPool`].
+    pub(super) sched_ops: &'static PoolOps,
 }
 
 /// The type-independent part of every task; first in the allocation, with the pool's `Task`
@@ -104,7 +86,7 @@ pub(crate) struct Header {
     pub(super) state: State,
     /// Immutable after `allocate`.
     pub(super) vtable: &'static Vtable,
-    /// The scheduler (the pool's `Inner`), type-erased. Immutable after `allocate`.
+    /// The scheduler's address (the pool), type-erased. Immutable after `allocate`.
     pub(super) sched: NonNull<()>,
     /// Set once the task is complete, when a `JoinHandle` exists (module docs).
     pub(super) join: Signal,
@@ -179,15 +161,14 @@ impl Header {
         unsafe { header.as_ref() }.state.is_complete()
     }
 
-    /// The timers of the scheduler this task runs on (`crate::time`).
+    /// The scheduler this task runs on (`crate::time` binds its timers to it).
     ///
     /// # Safety
     /// The caller holds a reference on the task (or polls it).
-    pub(crate) unsafe fn timers(header: NonNull<Header>) -> Option<TimerHandle> {
-        // SAFETY: the caller's contract; the scheduler outlives its tasks.
+    pub(crate) unsafe fn sched(header: NonNull<Header>) -> AnyPool {
+        // SAFETY: the caller's contract.
         let h = unsafe { header.as_ref() };
-        // SAFETY: `sched` is live while the task is.
-        unsafe { (h.vtable.timers)(h.sched) }
+        AnyPool { pool: h.sched, ops: h.vtable.sched_ops }
     }
 
     /// The state (for Debug).
@@ -219,12 +200,12 @@ impl Header {
     /// The caller holds `SCHEDULED` and the queue's reference.
     #[inline]
     pub(super) unsafe fn submit(header: NonNull<Header>, lifo: bool) {
-        // SAFETY: the header is live (we hold the queue's reference).
-        let vtable = unsafe { header.as_ref() }.vtable;
+        // SAFETY: the header is live (we hold the queue's reference); the scheduler outlives it.
+        let h = unsafe { header.as_ref() };
         // SAFETY: forwarded contract.
-        if unsafe { (vtable.schedule)(header, lifo) }.is_err() {
+        if unsafe { (h.vtable.sched_ops.schedule)(h.sched, Header::task(header), lifo) }.is_err() {
             // SAFETY: refused, so SCHEDULED and the reference are still ours.
-            unsafe { (vtable.cancel_scheduled)(header) };
+            unsafe { (h.vtable.cancel_scheduled)(header) };
         }
     }
 

@@ -72,9 +72,12 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> Result<T, JoinError> {
         let header = self.header;
         if !Header::is_complete(header) {
-            // SAFETY: the JoinHandle's reference keeps the header alive; we are the join
-            // signal's one waiter. The wait returns once the signal is set.
-            unsafe { (header.as_ref().vtable.wait)(header) };
+            // SAFETY: the JoinHandle's reference keeps the header and its scheduler alive; we
+            // are the join signal's one waiter. The wait returns once the signal is set.
+            unsafe {
+                let sched = Header::sched(header);
+                (sched.ops.wait)(sched.pool, &header.as_ref().join);
+            }
         }
         debug_assert!(Header::is_complete(header));
         // SAFETY: complete (seen with Acquire, or the signal set), and T is the output type.

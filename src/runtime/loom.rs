@@ -26,6 +26,7 @@ use super::{harness, waker};
 use super::JoinHandle;
 use crate::latch::Signal;
 use crate::loom::{model, LoomParker};
+use crate::scheduler::any_pool::PoolOps;
 use crate::task::Task;
 
 struct Queued(NonNull<Task>);
@@ -92,12 +93,58 @@ impl ManualQueue {
     }
 }
 
+impl ManualQueue {
+    /// The queue behind a task's scheduler.
+    ///
+    /// # Safety
+    /// `sched` is a queue's (`spawn`), on which the caller's task holds an `Arc` reference.
+    unsafe fn of<'a>(sched: NonNull<()>) -> &'a Self {
+        // SAFETY: the caller's contract.
+        unsafe { sched.cast::<Self>().as_ref() }
+    }
+
+    /// Helps while there is queued work, then parks until the signal is set (so a model's
+    /// blocking `join` registers a parker in the join signal, as a pool's wait does; another
+    /// thread of the model must then run the task).
+    unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
+        // SAFETY: as `of`.
+        let q = unsafe { Self::of(sched) };
+        while !signal.is_set() {
+            if !q.run_one() {
+                signal.wait(&LoomParker::default(), None);
+                return;
+            }
+        }
+    }
+
+    unsafe fn release(sched: NonNull<()>) {
+        // SAFETY: as `of`.
+        unsafe { Self::of(sched) }.live.fetch_sub(1, Ordering::Release);
+        // SAFETY: the task's reference, from `Arc::into_raw` in `spawn`.
+        drop(unsafe { Arc::from_raw(sched.cast::<Self>().as_ptr().cast_const()) });
+    }
+}
+
+/// The queue's table: a task reaches its queue through it as it reaches a pool
+/// (`scheduler::any_pool`). No timers in these models.
+static OPS: PoolOps = PoolOps {
+    schedule: <ManualQueue as Schedule>::schedule,
+    wait: ManualQueue::wait,
+    timers: |_| unreachable!("no timers in the runtime models"),
+    now_ns: |_| None,
+    kick: |_| {},
+    acquire: |_| {},
+    release: ManualQueue::release,
+};
+
 // SAFETY: `schedule` queues the task for exactly one `run_one`, or refuses it (closed); the
 // queue lives until every task released its `Arc` reference.
 unsafe impl Schedule for ManualQueue {
+    const OPS: &'static PoolOps = &OPS;
+
     unsafe fn schedule(sched: NonNull<()>, task: NonNull<Task>, _lifo: bool) -> Result<(), ()> {
         // SAFETY: a task holds an Arc reference on the queue.
-        let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
+        let q = unsafe { Self::of(sched) };
         if q.closed.load(Ordering::Acquire) {
             return Err(());
         }
@@ -108,29 +155,7 @@ unsafe impl Schedule for ManualQueue {
 
     unsafe fn is_closed(sched: NonNull<()>) -> bool {
         // SAFETY: as above.
-        unsafe { sched.cast::<ManualQueue>().as_ref() }.closed.load(Ordering::Acquire)
-    }
-
-    /// Helps while there is queued work, then parks until the signal is set (so a model's
-    /// blocking `join` registers a parker in the join signal, as a pool's wait does; another
-    /// thread of the model must then run the task).
-    unsafe fn wait(sched: NonNull<()>, signal: &Signal) {
-        // SAFETY: as above.
-        let q = unsafe { sched.cast::<ManualQueue>().as_ref() };
-        while !signal.is_set() {
-            if !q.run_one() {
-                signal.park_until_set(&LoomParker::default());
-                return;
-            }
-        }
-    }
-
-    unsafe fn release(sched: NonNull<()>) {
-        let q = sched.cast::<ManualQueue>();
-        // SAFETY: as above.
-        unsafe { q.as_ref() }.live.fetch_sub(1, Ordering::Release);
-        // SAFETY: the task's reference, from `Arc::into_raw` in `spawn`.
-        drop(unsafe { Arc::from_raw(q.as_ptr().cast_const()) });
+        unsafe { Self::of(sched) }.closed.load(Ordering::Acquire)
     }
 }
 
@@ -504,5 +529,49 @@ fn runtime_blocking_join_vs_complete() {
         assert_eq!(h.join().unwrap(), 9);
         runner.join().unwrap();
         assert_eq!(q.live(), 0);
+    });
+}
+
+#[test]
+fn runtime_block_on_rounds_vs_wakes() {
+    // Interleaving: `ThreadPool::block_on` (outside the pool, so it parks) polls a future that is
+    // Pending twice, handing its waker to another thread each time, which wakes it: the wake
+    // lands while the poller still polls (NOTIFIED: no wait), or after it announced its wait
+    // (PARKED: the wake sets the round's signal, which the poller resets before the next
+    // round). Three polls; a lost wake-up (a wake whose round's signal was reset after it set
+    // it, or set before the reset) is a loom deadlock; a poll that no wake asked for (a round
+    // that ended on a stale set) fails the count.
+    model("runtime_block_on_rounds_vs_wakes", || {
+        let pool = crate::ThreadPool::with_spawner(crate::Config { max_threads: 1, ..crate::Config::default() }, crate::loom::LoomSpawner::new()).unwrap();
+        let stash: Arc<Mutex<Option<Waker>>> = Arc::new(Mutex::new(None));
+        let woken = Arc::new(AtomicUsize::new(0));
+        let (s, w2) = (stash.clone(), woken.clone());
+        let waker_thread = thread::spawn(move || {
+            for _ in 0..2 {
+                loop {
+                    let w = s.lock().unwrap().take();
+                    match w {
+                        Some(w) => {
+                            w2.fetch_add(1, Ordering::Relaxed);
+                            break w.wake();
+                        }
+                        None => thread::yield_now(),
+                    }
+                }
+            }
+        });
+        let mut polls = 0;
+        let v = pool.block_on(std::future::poll_fn(|cx| {
+            polls += 1;
+            // Relaxed: the wake's Release and the poller's Acquire order it.
+            assert!(woken.load(Ordering::Relaxed) >= polls - 1, "polled again without a wake");
+            if polls == 3 {
+                return Poll::Ready(7);
+            }
+            *stash.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        }));
+        assert_eq!((v, polls), (7, 3));
+        waker_thread.join().unwrap();
     });
 }

@@ -96,18 +96,18 @@
 //! # Waiting
 //! * `.await` on a [`JoinHandle`]: registers the awaiting task's waker in the join signal (a
 //!   later poll with another waker replaces it).
-//! * [`JoinHandle::join`]: on a worker, help-until-complete ([`ThreadPool::wait_for`] on the
-//!   task's join signal: the worker runs other tasks, typically the joined task itself from its
-//!   LIFO slot, and registers its parker in the signal only before it sleeps); elsewhere, spins
-//!   briefly then parks.
+//! * [`JoinHandle::join`]: as every wait (`latch`, "Waiting"): on a worker of the task's pool,
+//!   help-until-complete ([`ThreadPool::wait_for`] on the task's join signal, through the
+//!   pool's table: the worker runs other tasks, typically the joined task itself from its LIFO
+//!   slot, and registers its parker in the signal only before it sleeps); elsewhere, parks.
+//! * [`ThreadPool::block_on`]: polls on the calling thread and, between polls, spins briefly
+//!   then waits as `join` does.
 //!
 //! # Modules, top-down (each uses only those below it)
 //! `pool` (spawn, the pool's `Schedule`), `block_on`, `join` (`JoinHandle`) → `harness` (run,
 //! complete, the vtable's entries, `allocate`) → `waker` → `header` (the allocation, `Vtable`,
 //! `Schedule`) → `state` (the word and its transitions), `error` (`JoinError`), `current` (the
 //! polled task's thread-local).
-//! * [`ThreadPool::block_on`]: polls on the calling thread, spins briefly then parks on a parker
-//!   from the platform between polls.
 //!
 //! # Shutdown and the pool's lifetime
 //! * Once shutdown begins, a task that comes up to be polled is cancelled instead (its future
@@ -153,19 +153,18 @@ pub use join::JoinHandle;
 #[cfg(doc)]
 use crate::ThreadPool;
 
-/// The timers of a pool task's scheduler (`crate::time` binds a timer with it): with `std`,
-/// of the task this thread is polling; else of the task `waker` belongs to, if it is one of
-/// ours.
-pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::timer::TimerHandle> {
+/// The pool of a pool task (`crate::time` binds a timer to its timers): with `std`, of the
+/// task this thread is polling; else of the task `waker` belongs to, if it is one of ours.
+pub(crate) fn task_timers(waker: Option<&core::task::Waker>) -> Option<crate::scheduler::AnyPool> {
     #[cfg(feature = "std")]
     if let Some(task) = current::polling() {
         // SAFETY: the task being polled on this thread (a task header) is live for the whole
         // poll.
-        return unsafe { header::Header::timers(task.cast()) };
+        return Some(unsafe { header::Header::sched(task.cast()) });
     }
     let header = waker::header_of(waker?)?;
     // SAFETY: a waker of ours holds (or, borrowed in a poll, is backed by) a task reference.
-    unsafe { header::Header::timers(header) }
+    Some(unsafe { header::Header::sched(header) })
 }
 
 /// Yields once: the task wakes itself and returns `Pending`, so it goes to the back of its

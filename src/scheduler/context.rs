@@ -60,6 +60,8 @@ use crate::queue::{deque, ring};
 use super::handle::ThreadPool;
 use super::inner::Inner;
 use super::frame::FrameStack;
+#[cfg(feature = "std")]
+use super::any_pool::{AnyPool, PoolOps};
 use super::job::JobHeader;
 use crate::platform::Spawner;
 use crate::sync::Ordering;
@@ -138,14 +140,19 @@ pub struct WorkerContext<S: Spawner> {
 /// of a repr(C) struct).
 #[repr(C)]
 pub(crate) struct ContextHead {
-    /// The pool (type-erased `*const Inner<S>`). First: the platform's thread-local slot holds
-    /// a pointer to the context, and a lookup reads this field to learn whose it is before
-    /// knowing the spawner type (`ThreadPool::current_worker`; the blocking pool's threads
-    /// store a pointer to a struct with the same first field).
-    pub(crate) pool: *const (),
+    /// The pool's address (an `Inner<S>`, `any_pool.rs`). First: the platform's thread-local
+    /// slot holds a pointer to the context, and a lookup reads this field to learn whose it is
+    /// before knowing the spawner type (`Inner::current_context`). A blocking pool's thread
+    /// stores a pointer to a null word instead (`blocking::Inner::thread_mark`).
+    pub(crate) pool: NonNull<()>,
     /// The `join`s and forks running on this thread, with their latent frames and the
     /// worker's demand word (`scheduler::frame`).
     pub(crate) frames: FrameStack,
+    /// The pool's table: with `std`, a blocking handle's `join` (`std` only) waits through it
+    /// on a worker ([`any_of`](Self::any_of)). Without `std` nothing reads it, and a program
+    /// that needs none of the table links none of it (`any_pool.rs`).
+    #[cfg(feature = "std")]
+    ops: &'static PoolOps,
 }
 
 impl ContextHead {
@@ -153,6 +160,26 @@ impl ContextHead {
     #[inline(always)]
     pub(crate) fn is_hungry(&self) -> bool {
         self.frames.demand().is_hungry()
+    }
+
+    /// The pool whose worker this thread is, from its current-worker pointer `cx`
+    /// ([`Spawner::current_worker`]): `None` for null, and for a blocking pool's thread
+    /// (whose pointer points to a null word).
+    ///
+    /// # Safety
+    /// `cx` was read on this thread from the current-worker slot of a platform whose pools
+    /// are all this crate's.
+    #[cfg(feature = "std")]
+    pub(crate) unsafe fn any_of(cx: *const ()) -> Option<AnyPool> {
+        // SAFETY: a non-null `cx` was stored by a pool's `worker_main` (a `WorkerContext<_>` in
+        // its frame, live while the thread runs the pool's loop, which encloses everything
+        // this thread runs meanwhile: a `ContextHead` first) or by a blocking pool's thread
+        // (its pool's mark, a null word, live while the thread runs).
+        unsafe {
+            let head = NonNull::new(cx.cast_mut())?.cast::<ContextHead>();
+            let pool = *head.cast::<Option<NonNull<()>>>().as_ptr();
+            Some(AnyPool { pool: pool?, ops: head.as_ref().ops })
+        }
     }
 
     /// The head of the context behind `cx`, a pointer to a `WorkerContext` of any platform
@@ -180,7 +207,9 @@ impl<S: Spawner> WorkerContext<S> {
         let stack_size = inner.spawner.stack_size(inner.stack_size);
         Self {
             head: ContextHead {
-                pool: core::ptr::from_ref(inner).cast(),
+                pool: NonNull::from(inner).cast(),
+                #[cfg(feature = "std")]
+                ops: &Inner::<S>::OPS,
                 // SAFETY: the worker is live and outlives its context (see `worker()`), and so
                 // does its demand word, a field of it.
                 frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
@@ -316,7 +345,7 @@ impl<S: Spawner> WorkerContext<S> {
         if !is_task {
             // SAFETY: a latent job frame's task is the header of a live stack job or `FnJob`,
             // not offered yet (frames are offered once, oldest first), owned by this thread.
-            unsafe { JobHeader::offer(task, self.head.pool.cast()) };
+            unsafe { JobHeader::offer(task, self.head.pool) };
         }
         // Queued once: a job frame's join takes it back or waits for it; a task frame's task
         // leaves the latent frames here.
@@ -391,42 +420,37 @@ impl<S: Spawner> WorkerContext<S> {
         }
     }
 
-    /// Waits on this worker until `until`'s signal is set: the one waiting loop
-    /// (`Inner::run_until`), then the few instructions a setter may still spend before it
-    /// stores SET (`latch.rs`: the waiter returns only after SET).
+    /// Waits on this worker until `until`'s signal is set (true), or its deadline passed
+    /// (false): the one waiting loop (`Inner::run_until`), then the few instructions a setter
+    /// may still spend before it stores SET (`latch.rs`: the waiter returns only after SET).
     ///
     /// First it runs its own newest forks inline while they are latent task frames (the forks
     /// of the code that waits: `pool_fork` + `pool_latch_wait` never touches the join deque
     /// unless a thief wanted a fork). If the signal is still not set and a latent task frame
     /// is left (under a job frame, which only its join may pop), every latent frame goes to
     /// the join deque before the loop, where this wait and other workers find them.
-    pub(crate) fn wait_until(&self, until: super::job::Until<'_>) {
+    pub(crate) fn wait_until(&self, until: super::job::Until<'_>) -> bool {
         self.run_latent_forks(|| !until.signal.is_set());
-        if until.signal.is_set() {
-            return;
+        if !until.signal.is_set() {
+            if self.head.frames.latent() > 0 && self.head.frames.has_latent_task() {
+                self.offer_all_latent();
+            }
+            self.inner().run_until(self, Some(until));
+            // Not being set: the deadline passed. The worker's waker goes, unless the setter
+            // has it already.
+            // SAFETY: this wait is the signal's one waiter.
+            if !until.signal.is_setting() && unsafe { until.signal.withdraw() } {
+                return false;
+            }
+            until.signal.spin_until_set();
         }
-        if self.head.frames.latent() > 0 && self.head.frames.has_latent_task() {
-            self.offer_all_latent();
-        }
-        self.inner().run_until(self, Some(until));
-        until.signal.spin_until_set();
-    }
-
-    /// Waits on this worker until every unit of `latch` is done (`ThreadPool::wait_for_latch`):
-    /// first it runs its own newest forks inline while they are latent task frames and units
-    /// are outstanding, so `pool_fork` + `pool_latch_wait` whose forks nobody stole finishes
-    /// with no read-modify-write on the latch (`CountLatch::close`); else as `wait_until`.
-    pub(crate) fn wait_for_latch(&self, latch: &crate::CountLatch) {
-        self.run_latent_forks(|| !latch.only_open());
-        if let Some(signal) = latch.close() {
-            self.wait_until(super::job::Until { signal, thief: None });
-        }
+        true
     }
 
     /// Runs this worker's newest forks inline, newest first, while `pending` holds and the
     /// newest frame is a latent task frame (the forks of the code that waits).
     #[inline]
-    fn run_latent_forks(&self, pending: impl Fn() -> bool) {
+    pub(crate) fn run_latent_forks(&self, pending: impl Fn() -> bool) {
         while pending() {
             let Some(task) = self.head.frames.pop_latent_task() else { break };
             // A latent task frame was queued nowhere: popping it makes this its one run.
@@ -460,17 +484,12 @@ impl<S: Spawner> Inner<S> {
     #[inline]
     pub(crate) fn current_context(&self) -> Option<&WorkerContext<S>> {
         let cx = self.spawner.current_worker();
-        if cx.is_null() {
-            return None;
-        }
         // A non-null current worker was stored on this thread by some pool's `worker_main` (a
         // `WorkerContext<_>` in its frame, live while the thread runs the pool's loop, which
-        // encloses everything this thread runs meanwhile) or by a blocking pool (a struct with
-        // the same first field).
-        // SAFETY: both are repr(C) with the pool pointer first, so reading that field is valid
-        // whatever the type.
-        let pool = unsafe { *cx.cast::<*const ()>() };
-        if pool != ptr::from_ref(self).cast::<()>() {
+        // encloses everything this thread runs meanwhile) or by a blocking pool's thread (a
+        // pointer to a null word, its pool's mark).
+        // SAFETY: both point to a pointer-sized first word (`ContextHead::pool`, or the mark).
+        if cx.is_null() || unsafe { *cx.cast::<*const ()>() } != ptr::from_ref(self).cast() {
             return None;
         }
         // SAFETY: stored by this pool's `worker_main`, so the type is `WorkerContext<S>`; it is
@@ -484,14 +503,14 @@ impl JobHeader {
     /// this thread is one of that pool's workers, which is recorded as the job's thief.
     ///
     /// # Safety
-    /// The job was offered, with a null pool or the live pool (`Inner<S>`) whose worker
-    /// queued it (that worker waits for the job before its pool can go away).
+    /// The job was offered, with the live pool (`Inner<S>`) whose worker queued it (that
+    /// worker waits for the job before its pool can go away).
     #[inline]
     pub(crate) unsafe fn begin_run<'a, S: Spawner>(&self) -> Option<&'a WorkerContext<S>> {
         // SAFETY: the caller's contract.
         let offered = unsafe { self.offered() };
         // SAFETY: as above.
-        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.and_then(Inner::current_context);
+        let cx = unsafe { offered.pool.cast::<Inner<S>>().as_ref() }.current_context();
         if let Some(cx) = cx {
             offered.thief.store(cx.index() + 1, Ordering::Relaxed);
         }

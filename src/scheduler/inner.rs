@@ -7,6 +7,7 @@ use core::ptr::{self, addr_of_mut, NonNull};
 
 use alloc::boxed::Box;
 
+use super::any_pool::{AnyPool, PoolOps};
 use super::config::{Config, MAX_IDLE_SPINS};
 use super::driver::DriverSlot;
 use super::counters::Counters;
@@ -263,14 +264,41 @@ impl<S: Spawner> Inner<S> {
     }
 }
 
+impl<S: Spawner> Inner<S> {
+    /// The table of this platform type (`any_pool.rs`).
+    pub(crate) const OPS: PoolOps = PoolOps {
+        schedule: Self::schedule_of,
+        wait: Self::wait_of,
+        timers: Self::timers_of,
+        now_ns: Self::now_of,
+        kick: Self::kick_of,
+        acquire: Self::acquire_of,
+        release: Self::release_of,
+    };
+
+    /// This pool, erased (`any_pool.rs`; links the table's entries).
+    pub(crate) fn any(&self) -> AnyPool {
+        AnyPool { pool: NonNull::from(self).cast(), ops: &Self::OPS }
+    }
+
+    /// The table's `release`.
+    ///
+    /// # Safety
+    /// `pool` is a live `Inner<S>`, with the provenance of the whole pool (the handle's
+    /// pointer), on which the caller gives up a reference.
+    unsafe fn release_of(pool: NonNull<()>) {
+        // SAFETY: the caller's contract.
+        unsafe { release_pool::<S>(pool.cast()) };
+    }
+}
+
 /// Drops a reference on the pool's memory taken with [`Inner::acquire`] (a task's, a bound
 /// timer's, a delayed task's); the last one frees it, as the handle's drop would have.
 ///
 /// # Safety
-/// `pool` is a live `Inner<S>` from `Box::leak` (the handle's pointer, or one derived from it),
-/// on which the caller owns one reference, which it gives up.
-pub(crate) unsafe fn release_pool<S: Spawner>(pool: NonNull<()>) {
-    let inner = pool.cast::<Inner<S>>();
+/// `inner` is a live `Inner<S>` from `Box::leak` (the handle's pointer, or one derived from
+/// it), on which the caller owns one reference, which it gives up.
+pub(crate) unsafe fn release_pool<S: Spawner>(inner: NonNull<Inner<S>>) {
     // SAFETY: our reference keeps it alive until this call.
     if unsafe { inner.as_ref() }.release() {
         // SAFETY: no thread and no other reference is left; `Inner` came from Box::leak.

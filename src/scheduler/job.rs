@@ -3,9 +3,9 @@
 //! only its task pointer (`context.rs`, `promote`), and a thief can record itself on it.
 //!
 //! A latent job has only its task written ([`JobHeader::latent`]). [`JobHeader::offer`]
-//! writes the rest (the signal its owner waits on, the thief slot, the pool) just before the
-//! job is queued, so a join whose job never leaves its worker writes no more than the task and
-//! the closure. The offered part is only read after that.
+//! writes the rest (the thief slot, the pool) just before the job is queued; the offered part
+//! is only read after that. The job's completion (`latch::Completion`, what its owner waits
+//! on) is the job's own, beside the header, written with the job.
 
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
@@ -25,14 +25,12 @@ pub(crate) struct JobHeader {
 
 /// What only a queued job needs.
 pub(super) struct Offered {
-    /// Set by the runner when the result is written (its last access).
-    pub(super) signal: Signal,
     /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
     /// waiting owner steals related work from (`worker.rs`, leapfrogging).
     pub(super) thief: AtomicUsize,
-    /// The pool (`*const Inner<S>`) whose worker context the closure gets when stolen; null:
-    /// none (the closure gets `None`).
-    pub(super) pool: *const (),
+    /// The address of the pool (an `Inner<S>`, `any_pool.rs`) whose worker context the
+    /// closure gets when a worker of it runs the job.
+    pub(super) pool: NonNull<()>,
 }
 
 impl JobHeader {
@@ -42,16 +40,16 @@ impl JobHeader {
         Self { task: Task::new(callback), offered: UnsafeCell::new(MaybeUninit::uninit()) }
     }
 
-    /// Makes the job behind `task` ready to queue: writes its signal, thief slot and pool.
+    /// Makes the job behind `task` ready to queue: writes its thief slot and pool.
     ///
     /// # Safety
     /// `task` is the task of a live, not yet offered `JobHeader`, not queued, whose owner is
     /// the caller's thread.
     #[inline]
-    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: *const ()) {
+    pub(crate) unsafe fn offer(task: NonNull<Task>, pool: NonNull<()>) {
         // SAFETY: `task` is the first field of a repr(C) `JobHeader` (the caller's contract).
         let header = unsafe { task.cast::<JobHeader>().as_ref() };
-        let offered = Offered { signal: Signal::new(), thief: AtomicUsize::new(0), pool };
+        let offered = Offered { thief: AtomicUsize::new(0), pool };
         // SAFETY: nobody else can see the job before it is queued, after this write.
         header.offered.with_mut(|o| unsafe { (*o).write(offered) });
     }
@@ -64,34 +62,27 @@ impl JobHeader {
         self.offered.with(|o| unsafe { (*o).assume_init_ref() })
     }
 
-    /// The signal the owner waits on.
+    /// What the owner waits for: `signal`, the job's, and the worker running the job (if
+    /// known yet).
     ///
     /// # Safety
     /// The job was offered.
     #[inline]
-    pub(crate) unsafe fn signal(&self) -> &Signal {
+    pub(crate) unsafe fn until<'a>(&self, signal: &'a Signal) -> Until<'a> {
         // SAFETY: the caller's contract.
-        unsafe { &self.offered().signal }
+        let thief = unsafe { self.offered() }.thief.load(Ordering::Relaxed).checked_sub(1);
+        Until { signal, thief, deadline: None }
     }
-
-    /// What the owner waits for: the signal, and the worker running the job (if known yet).
-    ///
-    /// # Safety
-    /// The job was offered.
-    #[inline]
-    pub(crate) unsafe fn until(&self) -> Until<'_> {
-        // SAFETY: the caller's contract.
-        let offered = unsafe { self.offered() };
-        Until { signal: &offered.signal, thief: offered.thief.load(Ordering::Relaxed).checked_sub(1) }
-    }
-
 }
 
 /// What a wait waits for: a signal, and, when it is a stolen join half's, the worker that stole
-/// it (whose join deque holds the forks of that half: related work, "leapfrogging").
+/// it (whose join deque holds the forks of that half: related work, "leapfrogging"); at most
+/// until a deadline, if it has one.
 #[derive(Clone, Copy)]
 pub(crate) struct Until<'a> {
     pub(crate) signal: &'a Signal,
     /// Index of the worker running the awaited job, if known.
     pub(crate) thief: Option<usize>,
+    /// When the wait gives up: ns on the pool's clock (`Spawner::now_ns`).
+    pub(crate) deadline: Option<u64>,
 }

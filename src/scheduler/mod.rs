@@ -20,6 +20,7 @@
 //!    linking its task while the workers left (it waits that out) — so no accepted task is
 //!    dropped.
 
+pub(crate) mod any_pool;
 mod config;
 pub(crate) mod context;
 pub(crate) mod counters;
@@ -46,6 +47,7 @@ pub(crate) mod sync_word;
 mod thread;
 pub(crate) mod worker;
 
+pub(crate) use any_pool::AnyPool;
 pub use config::{Config, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS};
 pub use context::WorkerContext;
 pub(crate) use inner::Inner;

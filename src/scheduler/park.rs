@@ -65,8 +65,9 @@ impl<S: Spawner> Inner<S> {
     /// With timers pending or an I/O driver installed, and nobody in the timer-parker role, it
     /// takes the role: it blocks in the driver (if there is one and `may_drive`) or on its
     /// parker, until the next deadline (module docs). Otherwise it parks without a timeout.
-    /// `is_done`: the condition of the wait the worker parks in, if any (`wait_or`).
-    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool, is_done: &dyn Fn() -> bool) {
+    /// `is_done`: the condition of the wait the worker parks in, if any (`wait_or`), and
+    /// `deadline`, when it gives up: the park returns by then.
+    pub(crate) fn park_worker(&self, me: &Worker<S>, may_drive: bool, is_done: &dyn Fn() -> bool, deadline: Option<u64>) {
         let timers = self.timers();
         let installed = self.driver.is_installed();
         let drive = may_drive && installed;
@@ -76,7 +77,7 @@ impl<S: Spawner> Inner<S> {
             || (installed && !may_drive)
             || !self.protocol.claim_role(me.index)
         {
-            me.parker.park();
+            self.park_until(&me.parker, deadline);
             return;
         }
         // After the claim (and its fence, `Protocol::claim_role`): the wheel's next deadline
@@ -88,8 +89,10 @@ impl<S: Spawner> Inner<S> {
             self.protocol.release_role();
             return;
         }
-        let now = if next == NONE { None } else { self.spawner.now_ns() };
-        let timeout = now.map(|now| Duration::from_nanos(next.saturating_mul(1 << TICK_SHIFT).saturating_sub(now)));
+        // The earlier of the next timer and the wait's deadline.
+        let at = [(next != NONE).then(|| next.saturating_mul(1 << TICK_SHIFT)), deadline].into_iter().flatten().min();
+        let now = if at.is_none() { None } else { self.spawner.now_ns() };
+        let timeout = at.zip(now).map(|(at, now)| Duration::from_nanos(at.saturating_sub(now)));
         if timeout != Some(Duration::ZERO) {
             match (drive, timeout) {
                 (true, _) => {
@@ -115,6 +118,15 @@ impl<S: Spawner> Inner<S> {
             // and blocked in again by the next worker to go idle; a hand-over would cost a
             // wake-up per event batch.)
             self.unpark_idle_except(me.index);
+        }
+    }
+
+    /// Parks `parker` (this thread's) until unparked, or at most until `deadline` (ns on the
+    /// pool's clock).
+    pub(crate) fn park_until(&self, parker: &S::Parker, deadline: Option<u64>) {
+        match deadline.zip(self.spawner.now_ns()) {
+            Some((at, now)) => parker.park_timeout(Duration::from_nanos(at.saturating_sub(now))),
+            None => parker.park(),
         }
     }
 

@@ -1,12 +1,14 @@
 //! What a caller does with a [`ThreadPool`]: submit tasks (one, a batch, LIFO), wait (for a
 //! signal, a latch, the pool to go idle), shut it down, and install the I/O driver.
 
+use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
 use alloc::boxed::Box;
 
 use super::context::WorkerContext;
 use super::handle::ThreadPool;
+use super::inner::Inner;
 use super::sync_word::State;
 use super::job::Until;
 use crate::error::Error;
@@ -243,21 +245,26 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn wait_for(&self, signal: &crate::Signal) {
-        self.wait_until(Until { signal, thief: None });
+        self.wait_until(Until { signal, thief: None, deadline: None });
     }
 
-    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half).
-    pub(crate) fn wait_until(&self, until: Until<'_>) {
+    /// `wait_for`, told which worker runs the awaited job when known (a stolen join half), and
+    /// when to give up: true once the signal is set, false if the deadline passed first.
+    pub(crate) fn wait_until(&self, until: Until<'_>) -> bool {
         let signal = until.signal;
         if signal.is_set() {
-            return;
+            return true;
         }
         match self.current_worker() {
             Some(cx) => cx.wait_until(until),
-            // Waits for SET in `parker`'s scope: after SETTING the setter may still be inside
-            // its `unpark` (tests/waiter_parker.rs; found by the capi_ops fuzz target under
-            // ASan).
-            None => signal.park_until_set(&self.inner().spawner.new_parker()),
+            // The one parked wait (`latch`, "Waiting"); it waits for SET in `parker`'s scope:
+            // after SETTING the setter may still be inside its `unpark`
+            // (tests/waiter_parker.rs; found by the capi_ops fuzz target under ASan).
+            None => {
+                let spawner = &self.inner().spawner;
+                let now = || spawner.now_ns();
+                signal.wait(&spawner.new_parker(), until.deadline.map(|at| (at, &now as &dyn Fn() -> Option<u64>)))
+            }
         }
     }
 
@@ -307,13 +314,14 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// Example: [`CountLatch`](crate::CountLatch).
     pub fn wait_for_latch(&self, latch: &crate::CountLatch) {
-        match self.current_worker() {
-            Some(cx) => cx.wait_for_latch(latch),
-            None => {
-                if let Some(signal) = latch.close() {
-                    self.wait_for(signal);
-                }
-            }
+        // On a worker, its own newest forks first, while units are outstanding: `pool_fork` +
+        // `pool_latch_wait` whose forks nobody stole then finishes with no read-modify-write
+        // on the latch (`CountLatch::close`).
+        if let Some(cx) = self.current_worker() {
+            cx.run_latent_forks(|| !latch.only_open());
+        }
+        if let Some(signal) = latch.close() {
+            self.wait_for(signal);
         }
     }
 
@@ -455,6 +463,56 @@ impl<S: Spawner> Drop for ThreadPool<S> {
             // Box::leak.
             drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
         }
+    }
+}
+
+impl<S: Spawner> Inner<S> {
+    /// The table's `schedule` (`any_pool.rs`, and the runtime's `Schedule::schedule`): an
+    /// async task woken on one of the pool's workers goes to its LIFO slot (`lifo`: woken by
+    /// another task) or, re-queued by its own poll, to the back of its ring with the cheap
+    /// notification (`notify_join`: a missed wake-up costs parallelism, never progress, since
+    /// this worker goes straight back to its queues: `scheduler/README.md`, "Self-requeued
+    /// tasks"); from anywhere else, to the injector. Always inlined: the re-queue is the yield
+    /// path, inside the harness's poll (a call cost ~20 instructions per yield, callgrind,
+    /// `examples/yield_probe`); the submit from outside is out of line.
+    ///
+    /// # Safety
+    /// `pool` is a live `Inner<S>`; the task meets `Schedule::schedule`'s contract.
+    #[inline(always)]
+    pub(crate) unsafe fn schedule_of(pool: NonNull<()>, task: NonNull<Task>, lifo: bool) -> Result<(), ()> {
+        // SAFETY: the caller's contract.
+        let inner = unsafe { pool.cast::<Self>().as_ref() };
+        let Some(me) = inner.current_context() else {
+            // SAFETY: as above.
+            return unsafe { Self::submit_of(pool, task) };
+        };
+        if lifo {
+            inner.schedule_woken(me, task);
+        } else {
+            inner.push_ring(me, task);
+            inner.notify_join();
+        }
+        Ok(())
+    }
+
+    /// `schedule_of` from a thread that is not one of the pool's workers.
+    ///
+    /// # Safety
+    /// As `schedule_of`.
+    #[inline(never)]
+    unsafe fn submit_of(pool: NonNull<()>, task: NonNull<Task>) -> Result<(), ()> {
+        // SAFETY: the caller's contract; a non-owning handle (never dropped). The task meets the
+        // submit contract (`Schedule::schedule`'s).
+        unsafe { ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() }).submit(task) }.map_err(drop)
+    }
+
+    /// The table's `wait`: [`ThreadPool::wait_for`].
+    ///
+    /// # Safety
+    /// `pool` is a live `Inner<S>`; the caller is the signal's one waiter.
+    pub(super) unsafe fn wait_of(pool: NonNull<()>, signal: &crate::Signal) {
+        // A non-owning handle (never dropped) on the live pool (the caller's contract).
+        ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() }).wait_for(signal);
     }
 }
 

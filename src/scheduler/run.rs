@@ -3,8 +3,9 @@
 //!
 //! # One waiting loop
 //! [`Inner::run_until`] is the worker's loop and every wait on a worker (a stolen join half, a
-//! latch, an async join handle, `block_on`): the same search, notification and sleep, with an
-//! "until" condition. A wait searches related work first (its own join deque, then the deque
+//! latch, an async join handle, `block_on`, a blocking handle): the same search, notification
+//! and sleep, with an "until" condition (a signal, and a deadline on the pool's clock if the
+//! wait has one: its parks then time out by it). A wait searches related work first (its own join deque, then the deque
 //! of the worker that stole the half it waits for) and the rest of the order above only
 //! within the nesting bound of `context.rs` ("Bounded helping"); past it, it sleeps on its
 //! parker until its condition holds.
@@ -32,7 +33,6 @@ use super::search::Found;
 use super::seeking::{Handoff, Seeking};
 use super::sleep::Waited;
 use super::worker::Worker;
-use crate::latch::Signal;
 use crate::platform::{Parker, Spawner};
 use crate::sync::{fence, Ordering};
 use crate::task::Task;
@@ -45,13 +45,16 @@ const _: () = assert!(BUDGET_PER_TICK.is_power_of_two());
 impl<S: Spawner> Inner<S> {
     /// The one waiting loop. `until: None` is the worker's own loop: wait for a notification,
     /// run everything there is, repeat; after shutdown, run what is left and return. With a
-    /// condition it is a wait inside a task (a stolen join half, a latch, a join handle): run
-    /// work until the signal is set, related work first and unrelated work only within the
-    /// nesting bound (`context.rs`, "Bounded helping"), sleeping in the pool's sleep protocol
-    /// (or, past the bound, on the worker's parker) when there is none.
+    /// condition it is a wait inside a task (a stolen join half, a latch, a join handle,
+    /// `block_on`, a blocking handle): run work until the signal is set or the wait's deadline
+    /// passed, related work first and unrelated work only within the nesting bound
+    /// (`context.rs`, "Bounded helping"), sleeping in the pool's sleep protocol (or, past the
+    /// bound, on the worker's parker) when there is none.
     pub(crate) fn run_until(&self, cx: &WorkerContext<S>, until: Option<Until<'_>>) {
         let me = cx.worker();
-        let done = || until.is_some_and(|u| u.signal.is_setting());
+        let deadline = until.and_then(|u| u.deadline);
+        let expired = || deadline.is_some_and(|at| self.spawner.now_ns().is_none_or(|now| now >= at));
+        let done = || until.is_some_and(|u| u.signal.is_setting()) || expired();
         let mut st = Seeking::new(until.is_some());
         // The worker's own loop starts by consuming the notification that started its thread.
         let mut search = until.is_some();
@@ -67,7 +70,7 @@ impl<S: Spawner> Inner<S> {
                             Found::Nothing => None,
                             Found::Bounded => {
                                 if self.register_waiter(me, until, &mut st) {
-                                    self.block_until(cx, until.signal, st);
+                                    self.block_until(cx, &done, deadline, st);
                                 } else {
                                     self.leave_wait(cx, st);
                                 }
@@ -117,7 +120,7 @@ impl<S: Spawner> Inner<S> {
                     }
                     // A wait during shutdown: its setter unparks us.
                     Some(_) => {
-                        me.parker.park();
+                        self.park_until(&me.parker, deadline);
                         continue;
                     }
                 }
@@ -128,7 +131,7 @@ impl<S: Spawner> Inner<S> {
                 // flag too (its Acquire fence after the count pairs with this one).
                 fence(Ordering::Release);
             }
-            let waited = self.wait_or(cx, st.wait_begins(), until.map(|_| &done as &dyn Fn() -> bool));
+            let waited = self.wait_or(cx, st.wait_begins(), until.map(|_| &done as &dyn Fn() -> bool), deadline);
             if until.is_some() {
                 me.waiting_in_task.store(false, Ordering::Relaxed);
             }
@@ -169,17 +172,17 @@ impl<S: Spawner> Inner<S> {
     /// worker will not run (a notification wakes an idle worker or starts a thread, if the pool
     /// has room; the waking right, if we hold it, is handed on: `Seeking::blocking`), then
     /// sleep on our parker, outside the sleep protocol (not idle: a notification must not pick
-    /// us), until the signal's setter unparks us.
+    /// us), until the signal's setter unparks us or the deadline passes (`done`).
     #[cold]
     #[inline(never)]
-    fn block_until(&self, cx: &WorkerContext<S>, signal: &Signal, mut st: Seeking) {
+    fn block_until(&self, cx: &WorkerContext<S>, done: &dyn Fn() -> bool, deadline: Option<u64>, mut st: Seeking) {
         let me = cx.worker();
         if let Some(is_waking) = st.blocking(me.holds_tasks() || !self.injector.is_empty()) {
             self.notify_cold(is_waking);
         }
         cx.interrupt_interval();
-        while !signal.is_setting() {
-            me.parker.park();
+        while !done() {
+            self.park_until(&me.parker, deadline);
         }
     }
 

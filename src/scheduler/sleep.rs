@@ -138,9 +138,10 @@ impl<S: Spawner> Inner<S> {
     /// now the waking thread (also when `done` is true by then: the caller owes the search, or
     /// hands the notification on). Returns `Shutdown` when the pool is shutting down, and, with
     /// a `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
-    /// the condition's setter must unpark the worker's parker after making it true. Each step
-    /// is `Sync::wait`.
-    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, is_waking: bool, done: Option<&dyn Fn() -> bool>) -> Waited {
+    /// the condition's setter must unpark the worker's parker after making it true, or the
+    /// condition comes true at `deadline` (ns on the pool's clock), when the worker's park
+    /// times out. Each step is `Sync::wait`.
+    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, is_waking: bool, done: Option<&dyn Fn() -> bool>, deadline: Option<u64>) -> Waited {
         // Going idle: the injector interval's window in progress measures no poll time now.
         cx.interrupt_interval();
         let is_done = || done.is_some_and(|d| d());
@@ -166,7 +167,7 @@ impl<S: Spawner> Inner<S> {
                 }
                 WaitOutcome::Park => {}
             }
-            w.local_work = self.park(cx, &is_done, done.is_none());
+            w.local_work = self.park(cx, &is_done, done.is_none(), deadline);
             s = self.protocol.load(Ordering::Relaxed);
         }
     }
@@ -221,7 +222,7 @@ impl<S: Spawner> Inner<S> {
     /// whose setter unparks only its parker). Returns whether our own queues hold work now:
     /// tasks woken by the I/O driver or the timers while we were parked in them go to our
     /// LIFO slot without a notification (`schedule_woken`), and are ours to run.
-    fn park(&self, cx: &WorkerContext<S>, is_done: &dyn Fn() -> bool, may_drive: bool) -> bool {
+    fn park(&self, cx: &WorkerContext<S>, is_done: &dyn Fn() -> bool, may_drive: bool, deadline: Option<u64>) -> bool {
         // The worker that would block in the I/O driver does not spin: while it spins nobody
         // watches the I/O (`crate::io`, "Parking").
         if !self.would_drive(may_drive) && self.spin(is_done) {
@@ -236,7 +237,7 @@ impl<S: Spawner> Inner<S> {
             // worker takes the timer role (`park.rs`). The tasks its dispatch wakes go to our
             // own queues with no notification until it is over.
             cx.in_park.set(true);
-            self.park_worker(me, may_drive, is_done);
+            self.park_worker(me, may_drive, is_done, deadline);
             cx.in_park.set(false);
         }
         // Woken by a notify (bit already clear), by shutdown, by `done`'s setter, or

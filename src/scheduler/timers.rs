@@ -1,5 +1,5 @@
-//! The pool's side of its timers: the table a timer reaches its pool through
-//! ([`TimerHandle`]), the tick-end maintenance (firing due timers, polling the I/O driver),
+//! The pool's side of its timers: the entries of the pool's table a timer reaches it through
+//! (`any_pool.rs`), the tick-end maintenance (firing due timers, polling the I/O driver),
 //! shutdown's fire, and [`ThreadPool::submit_after`]. Who parks on the next deadline is
 //! `park.rs`'s.
 
@@ -16,57 +16,37 @@ use crate::platform::Spawner;
 use crate::sync::{fence, Ordering};
 use crate::task::{Batch, Task};
 use crate::timer::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered, NONE};
-use crate::timer::{TimerHandle, TimerOps, Timers};
+use crate::timer::Timers;
 
 /// Ticks past a deadline after which any worker (not only worker 0) fires timers at its tick
 /// end.
 pub(crate) const STALE_TICKS: u64 = 2;
 
 impl<S: Spawner> Inner<S> {
-    /// The table timers reach this pool through.
-    pub(crate) const TIMER_OPS: TimerOps = TimerOps {
-        timers: Self::timers_of,
-        now_ns: Self::now_of,
-        kick: Self::kick_of,
-        acquire: Self::acquire_of,
-        release: Self::release_of,
-    };
-
-    /// A handle on this pool's timers. The caller takes a reference (`acquire`) if the handle
-    /// may outlive its own hold on the pool.
-    pub(crate) fn timer_handle(&self) -> TimerHandle {
-        TimerHandle { pool: NonNull::from(self).cast(), ops: &Self::TIMER_OPS }
-    }
-
     #[inline]
     pub(crate) fn timers(&self) -> &Timers {
         &self.timers
     }
 
-    /// # Safety (all `*_of`)
+    /// # Safety (all `*_of`: the timers' entries of the pool's table, `any_pool.rs`)
     /// `pool` is a live `Inner<S>`.
-    unsafe fn timers_of(pool: NonNull<()>) -> NonNull<Timers> {
+    pub(super) unsafe fn timers_of(pool: NonNull<()>) -> NonNull<Timers> {
         // SAFETY: the caller's contract.
         NonNull::from(unsafe { pool.cast::<Self>().as_ref() }.timers())
     }
 
-    unsafe fn now_of(pool: NonNull<()>) -> Option<u64> {
+    pub(super) unsafe fn now_of(pool: NonNull<()>) -> Option<u64> {
         // SAFETY: the caller's contract.
         unsafe { pool.cast::<Self>().as_ref() }.spawner.now_ns()
     }
 
-    unsafe fn acquire_of(pool: NonNull<()>) {
+    pub(super) unsafe fn acquire_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
         unsafe { pool.cast::<Self>().as_ref() }.acquire();
     }
 
-    unsafe fn release_of(pool: NonNull<()>) {
-        // SAFETY: the caller's contract; the pool's runtime frees it with the last reference.
-        unsafe { release_pool::<S>(pool) };
-    }
-
     /// A timer became the earliest (module docs).
-    unsafe fn kick_of(pool: NonNull<()>) {
+    pub(super) unsafe fn kick_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
         let inner = unsafe { pool.cast::<Self>().as_ref() };
         // Pairs with the fence after the role's claim (`Protocol::claim_role`); `register`
@@ -79,9 +59,7 @@ impl<S: Spawner> Inner<S> {
             }
             return;
         }
-        // SAFETY: a non-owning handle on a live pool (never dropped).
-        let pool = core::mem::ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() });
-        if pool.current_worker().is_none() {
+        if inner.current_context().is_none() {
             inner.notify_cold(false);
         }
     }
@@ -156,24 +134,19 @@ impl<S: Spawner> Delayed<S> {
         let this = unsafe { Box::from_raw(entry.as_ptr().cast::<Self>()) };
         let (task, pool) = (this.task, this.pool);
         drop(this);
-        // SAFETY: the box's reference keeps the pool alive until `release_of` below.
+        // SAFETY: the box's reference keeps the pool alive until `release_pool` below.
         let inner = unsafe { pool.as_ref() };
-        // SAFETY: a non-owning handle (never dropped).
-        let handle = core::mem::ManuallyDrop::new(ThreadPool::<S> { inner: pool });
-        match handle.current_worker() {
-            Some(me) => {
-                inner.push_ring_cold(me, task);
-                inner.notify_cold(false);
-            }
+        match inner.current_context() {
+            Some(me) => inner.push_ring_cold(me, task),
+            // Internal push: accepted after the injector closed (shutdown runs what is left in
+            // it once the workers are gone).
             None => {
-                // Internal push: accepted after the injector closed (shutdown runs what is
-                // left in it once the workers are gone).
                 let _ = inner.injector.push(Batch::from(task), false);
-                inner.notify_cold(false);
             }
         }
+        inner.notify_cold(false);
         // SAFETY: the box's reference, taken in `submit_after`.
-        unsafe { Inner::<S>::release_of(pool.cast()) };
+        unsafe { release_pool::<S>(pool) };
     }
 }
 
@@ -273,8 +246,8 @@ impl<S: Spawner> ThreadPool<S> {
             Registered::Closed => {
                 // SAFETY: not registered: still ours.
                 drop(unsafe { Box::from_raw(boxed) });
-                // SAFETY: the reference taken above.
-                unsafe { Inner::<S>::release_of(NonNull::from(inner).cast()) };
+                // SAFETY: the reference taken above; the handle's pointer.
+                unsafe { release_pool::<S>(self.inner) };
                 // Shutdown began after the check above: as `submit` would then.
                 // SAFETY: forwarded contract.
                 unsafe { self.submit(task) }.map_err(AfterError::Pool)

@@ -52,7 +52,7 @@ impl<S: Spawner> ThreadPool<S> {
     pub fn sleep(&self, duration: Duration) -> Sleep {
         let now = self.inner().spawner.now_ns();
         let deadline = now.map(|now| now.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)));
-        Sleep::bound(self.inner().timer_handle(), deadline, duration)
+        Sleep::bound(self.inner().any(), deadline, duration)
     }
 
     /// A timer on this pool that completes once its clock reaches `deadline`.
@@ -66,6 +66,6 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::bound(self.inner().timer_handle(), Some(deadline.as_nanos()), Duration::ZERO)
+        Sleep::bound(self.inner().any(), Some(deadline.as_nanos()), Duration::ZERO)
     }
 }

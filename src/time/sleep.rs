@@ -12,7 +12,7 @@ use alloc::boxed::Box;
 
 use crate::timer::wheel::{tick_for_deadline, Action, Entry, Registered};
 use super::instant::Instant;
-use crate::timer::TimerHandle;
+use crate::scheduler::AnyPool;
 
 const NO_CLOCK: &str = "pool timers need a clock: this pool's Spawner::now_ns returns None";
 const NO_POOL: &str = "a pool::time timer was polled outside a task of a pool: use ThreadPool::sleep and friends there";
@@ -150,7 +150,7 @@ pub struct Sleep {
     entry: Entry,
     deadline: Deadline,
     /// The pool, once bound; holds a reference on the pool's memory.
-    handle: Option<TimerHandle>,
+    handle: Option<AnyPool>,
     /// Completed without the wheel firing the entry (the deadline had passed when polled).
     done: bool,
 }
@@ -171,7 +171,7 @@ impl Sleep {
     }
 
     /// A timer bound to `handle`'s pool at once.
-    pub(crate) fn bound(handle: TimerHandle, deadline_ns: Option<u64>, after: Duration) -> Self {
+    pub(crate) fn bound(handle: AnyPool, deadline_ns: Option<u64>, after: Duration) -> Self {
         let deadline = deadline_ns.map_or(Deadline::After(after), Deadline::At);
         let mut sleep = Self { entry: Entry::new(), deadline, handle: None, done: false };
         sleep.bind(handle);
@@ -179,13 +179,13 @@ impl Sleep {
     }
 
     /// Binds to a pool: takes a reference on it and fixes a relative deadline on its clock.
-    fn bind(&mut self, handle: TimerHandle) {
+    fn bind(&mut self, handle: AnyPool) {
         // SAFETY: the caller got the handle from a live pool (a task of it, or its handle).
         unsafe { (handle.ops.acquire)(handle.pool) };
         self.handle = Some(handle);
         if let Deadline::After(d) = self.deadline {
             // SAFETY: we hold a reference on the pool.
-            if let Some(now) = unsafe { handle.now_ns() } {
+            if let Some(now) = unsafe { (handle.ops.now_ns)(handle.pool) } {
                 self.deadline = Deadline::At(now.saturating_add(duration_ns(d)));
             }
         }
@@ -237,7 +237,7 @@ impl Sleep {
     }
 
     /// The handle for this poll: bound, or bound now from the polling task.
-    fn handle_for(&mut self, cx: &Context<'_>) -> TimerHandle {
+    fn handle_for(&mut self, cx: &Context<'_>) -> AnyPool {
         if let Some(handle) = self.handle {
             return handle;
         }
@@ -250,7 +250,7 @@ impl Sleep {
     fn now_ns(&mut self, cx: &Context<'_>) -> u64 {
         let handle = self.handle_for(cx);
         // SAFETY: bound: we hold a reference on the pool.
-        unsafe { handle.now_ns() }.expect(NO_CLOCK)
+        unsafe { (handle.ops.now_ns)(handle.pool) }.expect(NO_CLOCK)
     }
 }
 
@@ -275,7 +275,7 @@ impl Future for Sleep {
             }
         };
         // SAFETY: bound: the pool (and its wheel) is live.
-        let timers = unsafe { handle.timers() };
+        let timers = unsafe { (handle.ops.timers)(handle.pool).as_ref() };
         let entry = NonNull::from(&this.entry);
         if now >= deadline {
             // SAFETY: our entry; `cancel` is a no-op unless it is queued.
@@ -309,7 +309,7 @@ impl Drop for Sleep {
         if let Some(handle) = self.handle {
             // SAFETY: we hold a reference on the pool, so the wheel is live; the entry is ours.
             unsafe {
-                handle.timers().cancel(NonNull::from(&self.entry));
+                (handle.ops.timers)(handle.pool).as_ref().cancel(NonNull::from(&self.entry));
                 (handle.ops.release)(handle.pool);
             }
         }
