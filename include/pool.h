@@ -319,7 +319,8 @@ struct pool_blocking_task {
  */
 struct pool_config {
   /**
-   * Most worker threads; 0 = the number of CPUs available. At most 16383.
+   * Most worker threads; 0 = the number of CPUs available (Linux: the affinity mask, capped
+   * by the cgroup's CPU quota). At most 16383.
    */
   size_t max_threads;
   /**
