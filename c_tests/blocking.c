@@ -7,6 +7,9 @@
  *   - keep-alive: the pool goes back to zero threads;
  *   - shutdown with tasks still queued: mandatory ones (and those without a cancel callback)
  *     run, the others come back through their cancel callback, so the host frees them;
+ *   - a bounded queue (pool_blocking_set_max_queued): producers racing for the places get
+ *     POOL_OK or POOL_ERR_FULL, accepted + refused = attempts, never more waiting than the
+ *     bound, a refused task untouched; a place frees when a waiting task starts;
  *   - the global blocking pool; metrics; bad arguments get status codes.
  *
  * Build: make lib && cc -std=c11 -Wall -Wextra -Werror -Iinclude c_tests/blocking.c \
@@ -235,6 +238,119 @@ static void test_shutdown_hand_back(void)
     pool_blocking_destroy(p);
 }
 
+/* A bounded queue behind a gate holding the only thread. */
+static atomic_int bound_gate_open, bound_gate_entered;
+
+static void bound_gate_run(struct task *t)
+{
+    (void)t;
+    atomic_store(&bound_gate_entered, 1);
+    while (!atomic_load(&bound_gate_open))
+        sleep_us(200);
+}
+
+enum { BOUND = 4, PRODUCERS = 4, TRIES = 50 };
+static atomic_int bound_ran[PRODUCERS * TRIES], bound_cancelled[PRODUCERS * TRIES];
+
+struct producer {
+    struct pool_blocking *p;
+    int first_id;
+    int ok, full, other, untouched;
+    size_t max_depth;
+};
+
+static void *bounded_producer(void *arg)
+{
+    struct producer *a = arg;
+    a->untouched = 1;
+    for (int i = 0; i < TRIES; i++) {
+        struct job *j = new_job(a->first_id + i, 0, bound_ran, bound_cancelled, 1, 0);
+        struct pool_blocking_task before = j->bt;
+        int rc = pool_blocking_submit_to(a->p, &j->bt);
+        if (rc == POOL_OK) {
+            a->ok++;
+        } else {
+            if (rc == POOL_ERR_FULL)
+                a->full++;
+            else
+                a->other++;
+            a->untouched &= memcmp(&before, &j->bt, sizeof before) == 0;
+            free(j);
+        }
+        struct pool_blocking_metrics m;
+        pool_blocking_metrics(a->p, &m);
+        if (m.queue_depth > a->max_depth)
+            a->max_depth = m.queue_depth;
+    }
+    return NULL;
+}
+
+static void test_bounded_intake(void)
+{
+    struct pool_blocking_config cfg;
+    pool_blocking_config_init(&cfg);
+    cfg.max_threads = 1;
+    struct pool_blocking *p = NULL;
+    CHECK_STATUS(pool_blocking_create(&cfg, &p), POOL_OK, "create cap 1");
+    CHECK_STATUS(pool_blocking_set_max_queued(NULL, 1), POOL_ERR_INVALID, "set_max_queued NULL");
+    CHECK_STATUS(pool_blocking_set_max_queued(p, BOUND), POOL_OK, "set_max_queued");
+    struct pool_blocking_task gate;
+    pool_blocking_task_init(&gate, bound_gate_run, NULL, POOL_BLOCKING_MANDATORY);
+    CHECK_STATUS(pool_blocking_submit_to(p, &gate), POOL_OK, "submit gate");
+    while (!atomic_load(&bound_gate_entered))
+        sleep_us(100);
+    atomic_store(&total_done, 0);
+
+    /* The only thread is held: producers race for BOUND places. */
+    pthread_t th[PRODUCERS];
+    struct producer a[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++) {
+        a[i] = (struct producer){.p = p, .first_id = i * TRIES};
+        CHECK(pthread_create(&th[i], NULL, bounded_producer, &a[i]) == 0, "start a producer");
+    }
+    int ok = 0, full = 0, other = 0, untouched = 1;
+    size_t max_depth = 0;
+    for (int i = 0; i < PRODUCERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok;
+        full += a[i].full;
+        other += a[i].other;
+        untouched &= a[i].untouched;
+        if (a[i].max_depth > max_depth)
+            max_depth = a[i].max_depth;
+    }
+    CHECK_EQ(ok, BOUND, "accepted while the thread is held: exactly the bound");
+    CHECK_EQ(full, PRODUCERS * TRIES - BOUND, "refused: every other attempt, with POOL_ERR_FULL");
+    CHECK_EQ(other, 0, "no other status");
+    CHECK(untouched, "a refused task is untouched");
+    CHECK(max_depth <= BOUND, "never more waiting than the bound");
+
+    /* Lowering the bound drops nothing; raising it opens places at once. */
+    CHECK_STATUS(pool_blocking_set_max_queued(p, 1), POOL_OK, "lower the bound");
+    struct job *j = new_job(0, 0, bound_ran, bound_cancelled, 1, 0);
+    CHECK_STATUS(pool_blocking_submit_to(p, &j->bt), POOL_ERR_FULL, "full below what waits");
+    CHECK_STATUS(pool_blocking_set_max_queued(p, 0), POOL_OK, "no bound");
+    CHECK_STATUS(pool_blocking_submit_to(p, &j->bt), POOL_OK, "accepted without a bound");
+    ok++;
+
+    /* Open the gate: every accepted task runs once, the queue empties, places free. */
+    atomic_store(&bound_gate_open, 1);
+    wait_done(ok);
+    int runs = 0;
+    for (int i = 0; i < PRODUCERS * TRIES; i++)
+        runs += atomic_load(&bound_ran[i]) + atomic_load(&bound_cancelled[i]);
+    CHECK_EQ(runs, ok, "every accepted task ran exactly once");
+    CHECK_STATUS(pool_blocking_set_max_queued(p, 1), POOL_OK, "bound 1");
+    struct job *again = new_job(1, 0, bound_ran, bound_cancelled, 1, 0);
+    CHECK_STATUS(pool_blocking_submit_to(p, &again->bt), POOL_OK, "a place freed once the tasks started");
+    wait_done(ok + 1);
+    CHECK_STATUS(pool_blocking_shutdown(p), POOL_OK, "shutdown");
+    struct job *late = new_job(2, 0, bound_ran, bound_cancelled, 1, 0);
+    CHECK_STATUS(pool_blocking_submit_to(p, &late->bt), POOL_ERR_SHUTDOWN, "shut down, not full");
+    free(late);
+    pool_blocking_destroy(p);
+}
+
 /* The process-wide pool. */
 static void test_global(void)
 {
@@ -291,6 +407,7 @@ int main(void)
     test_watchdog_start(60);
     test_cap_and_keep_alive();
     test_shutdown_hand_back();
+    test_bounded_intake();
     test_global();
     test_bad_input();
     return test_finish();

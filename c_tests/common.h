@@ -95,6 +95,7 @@ static inline const char *status_name(int status)
     case POOL_ERR_RANGE: return "POOL_ERR_RANGE";
     case POOL_ERR_STARTED: return "POOL_ERR_STARTED";
     case POOL_ERR_FORKED: return "POOL_ERR_FORKED";
+    case POOL_ERR_FULL: return "POOL_ERR_FULL";
     default: return "(unknown status)";
     }
 }

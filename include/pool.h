@@ -170,6 +170,12 @@ enum pool_status {
    * the child's are reset and work.
    */
   POOL_ERR_FORKED = -8,
+  /**
+   * The queue holds as many waiting tasks as its bound allows (`pool_blocking_set_max_queued`):
+   * the task was not queued, is untouched and is still the caller's. A place frees when a
+   * waiting task starts.
+   */
+  POOL_ERR_FULL = -9,
 };
 
 /**
@@ -319,7 +325,8 @@ struct pool_blocking_task {
  */
 struct pool_config {
   /**
-   * Most worker threads; 0 = the number of CPUs available. At most 16383.
+   * Most worker threads; 0 = the number of CPUs available (Linux: the affinity mask, capped
+   * by the cgroup's CPU quota). At most 16383.
    */
   size_t max_threads;
   /**
@@ -603,6 +610,15 @@ int pool_blocking_global_metrics(struct pool_blocking_metrics *out);
 int pool_blocking_metrics(const struct pool_blocking *pool, struct pool_blocking_metrics *out);
 
 /**
+ * Bounds the tasks that may wait in `pool`'s queue (accepted, not yet started) from now on;
+ * 0 (the default) removes the bound. A submit that finds that many waiting returns
+ * POOL_ERR_FULL and leaves the task untouched, still the caller's; a place frees when a
+ * waiting task starts. Lowering the bound below what waits already drops nothing: submits
+ * fail until enough tasks have started. Returns POOL_ERR_INVALID for a NULL pool.
+ */
+int pool_blocking_set_max_queued(struct pool_blocking *pool, size_t max_queued);
+
+/**
  * Stops accepting work, wakes every idle thread, waits for the threads to finish and joins
  * them. Tasks already running finish. Tasks still queued run if mandatory (or without a
  * `cancel` callback) and are handed back through `cancel` otherwise; every one of them has
@@ -625,7 +641,8 @@ int pool_blocking_submit(struct pool_blocking_task *task);
  * On POOL_OK the pool owns the task until one of its callbacks starts. On any error it was
  * not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
  * unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
- * thread and none could be started).
+ * thread and none could be started), POOL_ERR_FULL (the queue holds as many waiting tasks
+ * as `pool_blocking_set_max_queued` allows).
  */
 int pool_blocking_submit_to(struct pool_blocking *pool, struct pool_blocking_task *task);
 

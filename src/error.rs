@@ -42,6 +42,10 @@ pub enum Error {
     /// here) and its shutdown has nothing to wait for. Dropping it frees what it can and
     /// returns. The global pools are not inherited: the child's are reset, and work.
     Forked,
+    /// The pool's queue holds as many waiting tasks as its bound allows
+    /// ([`BlockingConfig::max_queued`](crate::BlockingConfig::max_queued)); the work was not
+    /// accepted and is still the caller's. A place frees when a waiting task starts.
+    Full,
 }
 
 impl fmt::Display for Error {
@@ -54,6 +58,7 @@ impl fmt::Display for Error {
             Error::Overflow => "a count would overflow",
             Error::OutOfMemory => "out of memory",
             Error::Forked => "the pool was inherited through fork: unusable in this process",
+            Error::Full => "the queue is full",
         })
     }
 }

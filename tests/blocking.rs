@@ -562,6 +562,73 @@ fn shutdown_with_no_threads_drains_on_the_caller() {
     });
 }
 
+/// A bounded queue (`max_queued`): with the only thread held, producers racing for the places
+/// get exactly the bound accepted and `Error::Full` for the rest (accepted + refused =
+/// attempts, a refused closure dropped at once); the waiting count never passes the bound;
+/// lowering the bound drops nothing, and a place frees when a waiting task starts.
+#[test]
+fn bounded_queue_refuses_when_full() {
+    const BOUND: usize = 3;
+    const PRODUCERS: usize = 4;
+    const TRIES: usize = 40;
+    let _g = shared();
+    watchdog("bounded queue", 20, || {
+        let pool = Arc::new(BlockingPool::new(config(1, Duration::from_secs(10)).with_max_queued(BOUND)).unwrap());
+        let (started, wait_started) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let gate = pool.spawn_blocking(move || {
+            started.send(()).unwrap();
+            released.recv().unwrap();
+        });
+        wait_started.recv().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let token = Arc::new(());
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let (pool, ran, token) = (pool.clone(), ran.clone(), token.clone());
+                thread::spawn(move || {
+                    let (mut accepted, mut full, mut deepest) = (Vec::new(), 0, 0);
+                    for _ in 0..TRIES {
+                        let (ran, token) = (ran.clone(), token.clone());
+                        match pool.spawn_blocking(move || {
+                            drop(token);
+                            ran.fetch_add(1, Ordering::Relaxed);
+                        }) {
+                            Ok(h) => accepted.push(h),
+                            Err(Error::Full) => full += 1,
+                            Err(e) => panic!("unexpected {e:?}"),
+                        }
+                        deepest = deepest.max(pool.metrics().queue_depth);
+                    }
+                    (accepted, full, deepest)
+                })
+            })
+            .collect();
+        let (mut handles, mut full, mut deepest) = (Vec::new(), 0, 0);
+        for p in producers {
+            let (h, f, d) = p.join().unwrap();
+            handles.extend(h);
+            full += f;
+            deepest = deepest.max(d);
+        }
+        assert_eq!(handles.len(), BOUND, "accepted while the thread is held");
+        assert_eq!(full, PRODUCERS * TRIES - BOUND, "refused with Error::Full");
+        assert!(deepest <= BOUND, "{deepest} waiting, bound {BOUND}");
+        // Every refused closure (and its token) is dropped already.
+        assert_eq!(Arc::strong_count(&token), 1 + BOUND);
+        pool.set_max_queued(1);
+        assert_eq!(pool.spawn_blocking(|| ()).unwrap_err(), Error::Full, "lowered below what waits");
+        release.send(()).unwrap();
+        gate.unwrap().join().unwrap();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), BOUND);
+        // The queue is empty again: a place is free under the lowered bound.
+        pool.spawn_blocking(|| ()).unwrap().join().unwrap();
+    });
+}
+
 /// Shutdown while other threads are still submitting: every accepted task runs or is handed
 /// back exactly once; every refused one is untouched.
 #[test]

@@ -15,7 +15,8 @@
 //! `pool_shutdown` (also twice), `pool_destroy`; the latch entry points from the driver, with
 //! the global pool now and then (`pool_submit`, `pool_latch_wait_global`); the blocking pool
 //! (`pool_blocking_*`: config, task init, submit with flags and cancel callbacks, shutdown,
-//! metrics, destroy, `pool_blocking_global_configure`); `pool_stats` / `pool_worker_stats`
+//! metrics, destroy, `pool_blocking_global_configure`, a queue bound with
+//! `pool_blocking_set_max_queued`); `pool_stats` / `pool_worker_stats`
 //! after each shutdown; `pool_status_str` with any code; NULL for every pointer argument.
 //!
 //! Invariants (a broken one aborts with a message, which libFuzzer reports as a crash):
@@ -51,7 +52,7 @@ use libfuzzer_sys::fuzz_target;
 use pool::capi::{
     POOL_RESERVED_WORDS,
     pool_blocking, pool_blocking_config, pool_blocking_config_init, pool_blocking_create, pool_blocking_destroy,
-    pool_blocking_global_configure, pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_shutdown, pool_blocking_submit,
+    pool_blocking_global_configure, pool_blocking_global_metrics, pool_blocking_metrics, pool_blocking_set_max_queued, pool_blocking_shutdown, pool_blocking_submit,
     pool_blocking_submit_to, pool_blocking_task, pool_blocking_task_init, pool_config_init, pool_create,
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
     pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_current_worker, pool_worker_fork,
@@ -64,6 +65,7 @@ use pool::capi::pool_stats as PoolStats;
 const OK: c_int = pool_status::POOL_OK as c_int;
 const INVALID: c_int = pool_status::POOL_ERR_INVALID as c_int;
 const SHUTDOWN: c_int = pool_status::POOL_ERR_SHUTDOWN as c_int;
+const FULL: c_int = pool_status::POOL_ERR_FULL as c_int;
 
 /// Ops per input.
 const MAX_OPS: usize = 48;
@@ -87,7 +89,7 @@ macro_rules! fail {
 }
 
 /// Every status code, with its name and `pool_status_str` text.
-const STATUSES: [pool_status; 9] = [
+const STATUSES: [pool_status; 10] = [
     pool_status::POOL_OK,
     pool_status::POOL_ERR_INVALID,
     pool_status::POOL_ERR_SHUTDOWN,
@@ -97,6 +99,7 @@ const STATUSES: [pool_status; 9] = [
     pool_status::POOL_ERR_RANGE,
     pool_status::POOL_ERR_STARTED,
     pool_status::POOL_ERR_FORKED,
+    pool_status::POOL_ERR_FULL,
 ];
 
 /// Exhaustive: a new status fails to compile here (then add it to `STATUSES` too).
@@ -111,6 +114,7 @@ fn status_text(s: pool_status) -> (&'static str, &'static str) {
         pool_status::POOL_ERR_RANGE => ("POOL_ERR_RANGE", "index out of range"),
         pool_status::POOL_ERR_STARTED => ("POOL_ERR_STARTED", "already started: configure before first use"),
         pool_status::POOL_ERR_FORKED => ("POOL_ERR_FORKED", "pool inherited through fork: unusable in the child"),
+        pool_status::POOL_ERR_FULL => ("POOL_ERR_FULL", "queue is full"),
     }
 }
 
@@ -559,6 +563,8 @@ struct BSlot {
     gen: u32,
     shut: bool,
     max_threads: usize,
+    /// The bound set with `pool_blocking_set_max_queued` (0: none).
+    max_queued: usize,
 }
 
 struct Driver {
@@ -1156,7 +1162,7 @@ impl Driver {
             }
             let gen = self.gen();
             let max_threads = if null_config { 0 } else { cfg.max_threads };
-            self.blocking = Some(BSlot { pool: out, gen, shut: false, max_threads });
+            self.blocking = Some(BSlot { pool: out, gen, shut: false, max_threads, max_queued: 0 });
         } else {
             expect_rc(&format!("pool_blocking_create({cfg:?})"), rc, INVALID);
             if out != sentinel {
@@ -1166,9 +1172,9 @@ impl Driver {
     }
 
     fn op_bsubmit(&mut self, inp: &mut Input) {
-        let (pool, gen, shut) = match &self.blocking {
-            Some(b) if !inp.rare(16) => (b.pool, b.gen, b.shut),
-            _ => (null_mut(), 0, false),
+        let (pool, gen, shut, bounded) = match &self.blocking {
+            Some(b) if !inp.rare(16) => (b.pool, b.gen, b.shut, b.max_queued != 0),
+            _ => (null_mut(), 0, false, false),
         };
         for _ in 0..1 + inp.below(4) {
             let Some(id) = self.st().new_id() else { return };
@@ -1208,7 +1214,8 @@ impl Driver {
             let rc = pool_blocking_submit_to(pool, if null_task { null_mut() } else { bt });
             let invalid = pool.is_null() || null_task || !task_valid;
             let want = if invalid { INVALID } else if shut { SHUTDOWN } else { OK };
-            if rc != want && !(invalid && shut && rc == SHUTDOWN) {
+            // A bounded queue may be full (how full depends on the threads' timing).
+            if rc != want && !(invalid && shut && rc == SHUTDOWN) && !(want == OK && bounded && rc == FULL) {
                 expect_rc(&format!("pool_blocking_submit_to (NULL pool {}, NULL task {null_task}, valid task {task_valid}, shut down {shut})", pool.is_null()), rc, want);
             }
             if rc == OK {
@@ -1216,9 +1223,25 @@ impl Driver {
             } else {
                 self.st().set(id, gen, REFUSED);
                 // SAFETY: refused, so never queued: ours.
+                if rc == FULL && unsafe { !(*bt).task.next.is_null() || (*bt).flags != flags } {
+                    fail!("pool_blocking_submit_to refused a task with POOL_ERR_FULL but wrote it");
+                }
+                // SAFETY: refused, so never queued: ours.
                 drop(unsafe { Box::from_raw(job) });
             }
         }
+    }
+
+    /// `pool_blocking_set_max_queued`: a bound (or none) from now on, on a live or shut-down
+    /// pool; then submits may be refused with POOL_ERR_FULL, the task untouched.
+    fn op_bbound(&mut self, inp: &mut Input) {
+        let Some(b) = &mut self.blocking else {
+            expect_rc("pool_blocking_set_max_queued(NULL, 1)", pool_blocking_set_max_queued(null_mut(), 1), INVALID);
+            return;
+        };
+        let bound = inp.pick(&[0, 1, 2, 3, usize::MAX]);
+        expect_rc(&format!("pool_blocking_set_max_queued(pool, {bound})"), pool_blocking_set_max_queued(b.pool, bound), OK);
+        b.max_queued = bound;
     }
 
     fn op_bshutdown(&mut self, inp: &mut Input) {
@@ -1268,13 +1291,11 @@ impl Driver {
                 }
                 13 => self.op_bcreate(inp),
                 14 => self.op_bsubmit(inp),
-                _ => {
-                    if inp.below(4) == 0 {
-                        self.bdestroy()
-                    } else {
-                        self.op_bshutdown(inp)
-                    }
-                }
+                _ => match inp.below(4) {
+                    0 => self.bdestroy(),
+                    1 => self.op_bbound(inp),
+                    _ => self.op_bshutdown(inp),
+                },
             }
         }
         // The end: destroy everything, check every task, free every job.
@@ -1314,7 +1335,7 @@ static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 static GLOBAL_BLOCKING_CONFIGURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 const OP_NAMES: [&str; 16] = [
     "create", "create", "submit", "submit", "submit", "batch", "batch", "shutdown", "destroy", "wait", "latch", "probe",
-    "status_str or NULL", "blocking create", "blocking submit", "blocking shutdown/metrics/destroy",
+    "status_str or NULL", "blocking create", "blocking submit", "blocking shutdown/metrics/destroy/bound",
 ];
 
 fn thread_check() {

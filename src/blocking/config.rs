@@ -28,6 +28,11 @@ pub struct BlockingConfig {
     /// Rust std's (2 MiB, or `RUST_MIN_STACK`), not pthread's (the C API's `stack_size = 0`
     /// means pthread's default instead).
     pub stack_size: usize,
+    /// The most tasks that may wait in the queue (accepted, not yet started); 0 means no
+    /// bound. A submit that finds the queue holding that many fails with
+    /// [`Error::Full`](crate::Error::Full) and leaves the task to the caller. Changed on a live
+    /// pool with [`BlockingPool::set_max_queued`](super::BlockingPool::set_max_queued).
+    pub max_queued: usize,
 }
 
 impl BlockingConfig {
@@ -40,7 +45,7 @@ impl BlockingConfig {
 
     /// The defaults (as [`Default::default`], usable in a `const`).
     pub const fn new() -> Self {
-        Self { max_threads: Self::DEFAULT_MAX_THREADS, keep_alive: Self::DEFAULT_KEEP_ALIVE, stack_size: 0 }
+        Self { max_threads: Self::DEFAULT_MAX_THREADS, keep_alive: Self::DEFAULT_KEEP_ALIVE, stack_size: 0, max_queued: 0 }
     }
 
     /// Sets [`max_threads`](Self::max_threads).
@@ -61,6 +66,13 @@ impl BlockingConfig {
     #[must_use]
     pub const fn with_stack_size(mut self, stack_size: usize) -> Self {
         self.stack_size = stack_size;
+        self
+    }
+
+    /// Sets [`max_queued`](Self::max_queued).
+    #[must_use]
+    pub const fn with_max_queued(mut self, max_queued: usize) -> Self {
+        self.max_queued = max_queued;
         self
     }
 }

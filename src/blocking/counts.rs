@@ -1,5 +1,6 @@
 //! The blocking pool's counts word ([`Counts`]): live threads against the cap, and the
-//! `SHUTDOWN` and `SPAWNING` flags, in one `usize`.
+//! `SHUTDOWN` and `SPAWNING` flags, in one `usize`; and the bounded queue's admission
+//! ([`admit`]).
 
 use core::fmt;
 
@@ -48,9 +49,28 @@ impl fmt::Debug for Counts {
             .finish()
     }
 }
+/// The bounded announcement as a value: the `queued` count after one more task, or `None`
+/// when `bound` (not 0) tasks wait already. A bound lowered below the count refuses until
+/// enough tasks have started.
+pub(super) fn admit(queued: usize, bound: usize) -> Option<usize> {
+    (bound == 0 || queued < bound).then(|| queued + 1)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::Counts;
+
+    #[test]
+    fn admit_counts_up_to_the_bound_only() {
+        assert_eq!(super::admit(0, 0), Some(1));
+        assert_eq!(super::admit(usize::MAX - 1, 0), Some(usize::MAX));
+        assert_eq!(super::admit(0, 1), Some(1));
+        assert_eq!(super::admit(1, 1), None);
+        assert_eq!(super::admit(2, 3), Some(3));
+        assert_eq!(super::admit(3, 3), None);
+        // A bound lowered below the count refuses until enough tasks have started.
+        assert_eq!(super::admit(5, 2), None);
+    }
 
     #[test]
     pub(super) fn counts_fields_do_not_overlap() {

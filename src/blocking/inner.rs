@@ -28,7 +28,7 @@ use crate::sync::{fence, spin_hint, AtomicU32, AtomicUsize, CachePadded, IdleSet
 use crate::task::{Batch, Task};
 
 use super::config::BlockingConfig;
-use super::counts::Counts;
+use super::counts::{admit, Counts};
 use super::metrics::BlockingMetrics;
 use super::slot::{EMPTY, IDLE, NOTIFIED, RUNNING};
 use super::task::BlockingTask;
@@ -87,6 +87,9 @@ pub(crate) struct Inner<S: Spawner> {
     /// Tasks accepted and not yet taken (plus submits in flight: incremented *before* the push,
     /// decremented after a pop or a refused push). Never zero while a task is in the queue.
     pub(super) queued: CachePadded<AtomicUsize>,
+    /// The bound on `queued` (`BlockingConfig::max_queued`; 0: none). Read by every submit,
+    /// written by `set_max_queued`.
+    pub(super) max_queued: AtomicUsize,
     /// The intrusive FIFO (MPSC with a try-locked consumer end; `queue::injector`).
     pub(super) queue: Injector,
     /// One slot per thread the cap allows.
@@ -162,6 +165,7 @@ impl<S: Spawner> Inner<S> {
             counts: CachePadded(AtomicUsize::new(0)),
             idle: CachePadded(AtomicUsize::new(0)),
             queued: CachePadded(AtomicUsize::new(0)),
+            max_queued: AtomicUsize::new(config.max_queued),
             queue: Injector::new(),
             slots,
             idle_set: IdleSet::from_words(idle_words),
@@ -228,7 +232,10 @@ impl<S: Spawner> Inner<S> {
         // three Dekker pairs (module table): with `leave` (either we see the place released and
         // start a thread first, or the leaving thread sees `queued > 0` and comes back), with
         // `idle_wait` and with `on_start` (the loads in `notify`).
-        self.queued.fetch_add(1, Ordering::Relaxed);
+        if !self.announce() {
+            // A closed pool says so, full or not.
+            return Err(if self.counts().shutdown() || self.link.is_inherited() { self.refusal() } else { Error::Full });
+        }
         fence(Ordering::SeqCst);
         let mut started = false;
         loop {
@@ -270,6 +277,30 @@ impl<S: Spawner> Inner<S> {
             self.notify();
         }
         Ok(())
+    }
+
+    /// Announces a task (`queued += 1`), unless the queue holds `max_queued` tasks already
+    /// (then false, nothing changed). Relaxed: the fence after it in `submit` orders it.
+    #[inline]
+    fn announce(&self) -> bool {
+        let bound = self.max_queued.load(Ordering::Relaxed);
+        if bound == 0 {
+            self.queued.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        let mut queued = self.queued.load(Ordering::Relaxed);
+        while let Some(next) = admit(queued, bound) {
+            match self.queued.compare_exchange_weak(queued, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => queued = now,
+            }
+        }
+        false
+    }
+
+    /// See `BlockingPool::set_max_queued`.
+    pub(crate) fn set_max_queued(&self, max_queued: usize) {
+        self.max_queued.store(max_queued, Ordering::Relaxed);
     }
 
     /// Takes back a `queued` announcement whose task was not queued.

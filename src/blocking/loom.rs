@@ -190,7 +190,7 @@ fn outcome(job: &Job) -> (usize, usize) {
 const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 fn config() -> BlockingConfig {
-    BlockingConfig { max_threads: 1, keep_alive: KEEP_ALIVE, stack_size: 0 }
+    BlockingConfig::new().with_max_threads(1).with_keep_alive(KEEP_ALIVE)
 }
 
 /// A task submitted from another thread while the only thread runs, idles and exits on
@@ -296,5 +296,76 @@ fn spawn_failure_vs_exit() {
         assert_eq!(outcome(&a), (1, 0));
         assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
         assert_eq!(pool.metrics().threads, 0);
+    });
+}
+
+/// A bounded queue (one place): a submit racing the thread that takes the first task is
+/// accepted (the place was freed) or refused with `Full` (untouched), never anything else;
+/// an accepted task is never stranded.
+#[test]
+fn bounded_submit_vs_take() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config().with_max_queued(1), ModelSpawner::endless(1)).unwrap());
+        let done = Arc::new(Done::default());
+        let (a, b) = (job(&done, false), job(&done, false));
+        submit(&pool, &a).unwrap();
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        let accepted = s.join().unwrap();
+        match accepted {
+            Ok(()) => done.wait_for(2),
+            Err(Error::Full) => done.wait_for(1),
+            Err(e) => panic!("{e:?}"),
+        }
+        pool.shutdown().unwrap();
+        assert_eq!(outcome(&a), (1, 0));
+        assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
+        assert_eq!(pool.metrics().queue_depth, 0);
+    });
+}
+
+/// A task that holds the pool's thread: says it has started, then waits to be let go.
+#[repr(C)]
+struct GateJob {
+    header: BlockingTask,
+    entered: Arc<Done>,
+    open: Arc<Done>,
+}
+
+unsafe extern "C" fn gate_run(task: *mut Task) {
+    // SAFETY: every task with this callback is the header of a live `GateJob`.
+    let job = unsafe { &*container_of!(task.cast::<BlockingTask>(), GateJob, header) };
+    job.entered.add();
+    job.open.wait_for(1);
+}
+
+/// A bounded queue (one place) while the only thread is held: two submits racing for the
+/// place, exactly one is accepted and the other refused with `Full`, untouched; the
+/// accepted one runs once the thread is free.
+#[test]
+fn bounded_submits_race_for_one_place() {
+    loom::model(|| {
+        let pool = Arc::new(BlockingPool::with_spawner(config().with_max_queued(1), ModelSpawner::endless(1)).unwrap());
+        let (entered, open) = (Arc::new(Done::default()), Arc::new(Done::default()));
+        let gate = Arc::new(GateJob { header: BlockingTask::new(gate_run).mandatory(), entered: entered.clone(), open: open.clone() });
+        // SAFETY: kept alive (Arc) until the model ends, after shutdown.
+        unsafe { pool.submit(NonNull::from(&gate.header)) }.unwrap();
+        entered.wait_for(1);
+        let done = Arc::new(Done::default());
+        let (b, c) = (job(&done, false), job(&done, false));
+        let s = {
+            let (pool, b) = (pool.clone(), b.clone());
+            loom::thread::spawn(move || submit(&pool, &b))
+        };
+        let rc = submit(&pool, &c);
+        let rb = s.join().unwrap();
+        assert!(matches!((rb, rc), (Ok(()), Err(Error::Full)) | (Err(Error::Full), Ok(()))), "{rb:?} {rc:?}");
+        open.add();
+        done.wait_for(1);
+        pool.shutdown().unwrap();
+        assert_eq!(outcome(&b), if rb.is_ok() { (1, 0) } else { (0, 0) });
+        assert_eq!(outcome(&c), if rc.is_ok() { (1, 0) } else { (0, 0) });
     });
 }

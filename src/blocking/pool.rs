@@ -91,6 +91,34 @@ impl<S: Spawner> BlockingPool<S> {
         self.inner().cap
     }
 
+    /// Bounds the tasks that may wait in the queue (accepted, not yet started) from now on;
+    /// 0 removes the bound ([`BlockingConfig::max_queued`]). A submit that finds that many
+    /// waiting fails with [`Error::Full`], the task still the caller's. Lowering the bound
+    /// below what waits already drops nothing: submits fail until enough tasks have started.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{BlockingConfig, BlockingPool, Error};
+    /// use std::sync::mpsc;
+    ///
+    /// let pool = BlockingPool::new(BlockingConfig::default().with_max_threads(1).with_max_queued(2)).unwrap();
+    /// let (started, wait_started) = mpsc::channel();
+    /// let (release, released) = mpsc::channel::<()>();
+    /// let busy = pool.spawn_blocking(move || { started.send(()).unwrap(); released.recv().unwrap() }).unwrap();
+    /// wait_started.recv().unwrap(); // the one thread is busy, the queue empty
+    /// let waiting: Vec<_> = (0..2).map(|i| pool.spawn_blocking(move || i).unwrap()).collect();
+    /// assert_eq!(pool.spawn_blocking(|| 2).unwrap_err(), Error::Full);
+    /// pool.set_max_queued(0); // no bound
+    /// let third = pool.spawn_blocking(|| 2).unwrap();
+    /// release.send(()).unwrap();
+    /// busy.join().unwrap();
+    /// assert_eq!(waiting.into_iter().chain([third]).map(|h| h.join().unwrap()).sum::<i32>(), 3);
+    /// # }
+    /// ```
+    pub fn set_max_queued(&self, max_queued: usize) {
+        self.inner().set_max_queued(max_queued);
+    }
+
     /// The platform this pool runs on.
     ///
     /// ```
@@ -145,7 +173,9 @@ impl<S: Spawner> BlockingPool<S> {
     /// * [`Error::Shutdown`] once [`shutdown`](Self::shutdown) has begun;
     /// * [`Error::Spawn`] if the pool has no thread and the platform could not start one;
     /// * [`Error::InvalidArgument`] for a task without a callback;
-    /// * [`Error::Forked`] in a child that inherited the pool through `fork()`.
+    /// * [`Error::Forked`] in a child that inherited the pool through `fork()`;
+    /// * [`Error::Full`] if the queue holds [`max_queued`](BlockingConfig::max_queued) waiting
+    ///   tasks.
     ///
     /// On error the task was not queued and is still the caller's.
     ///

@@ -96,7 +96,7 @@ impl Jobs {
 }
 
 fn pool(max_threads: usize, timeouts: Timeouts) -> Arc<BlockingPool<ShuttleSpawner>> {
-    let config = BlockingConfig { max_threads, keep_alive: Duration::from_secs(1), stack_size: 0 };
+    let config = BlockingConfig::new().with_max_threads(max_threads).with_keep_alive(Duration::from_secs(1));
     Arc::new(BlockingPool::with_spawner(config, ShuttleSpawner::new().with_timeouts(timeouts)).unwrap())
 }
 

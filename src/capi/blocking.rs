@@ -262,7 +262,8 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
 /// On POOL_OK the pool owns the task until one of its callbacks starts. On any error it was
 /// not queued and is still the caller's: POOL_ERR_INVALID (NULL pool or task, NULL callback,
 /// unknown flag), POOL_ERR_SHUTDOWN (shutdown has begun), POOL_ERR_SPAWN (the pool has no
-/// thread and none could be started).
+/// thread and none could be started), POOL_ERR_FULL (the queue holds as many waiting tasks
+/// as `pool_blocking_set_max_queued` allows).
 #[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[no_mangle]
 pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut pool_blocking_task) -> c_int {
@@ -272,6 +273,22 @@ pub extern "C" fn pool_blocking_submit_to(pool: *mut pool_blocking, task: *mut p
         // SAFETY: `pool` is live (pool.h contract); the task was checked and the caller's
         // contract covers the rest.
         status(unsafe { borrow_blocking(pool).submit(task) })
+    })
+}
+
+/// Bounds the tasks that may wait in `pool`'s queue (accepted, not yet started) from now on;
+/// 0 (the default) removes the bound. A submit that finds that many waiting returns
+/// POOL_ERR_FULL and leaves the task untouched, still the caller's; a place frees when a
+/// waiting task starts. Lowering the bound below what waits already drops nothing: submits
+/// fail until enough tasks have started. Returns POOL_ERR_INVALID for a NULL pool.
+#[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
+#[no_mangle]
+pub extern "C" fn pool_blocking_set_max_queued(pool: *mut pool_blocking, max_queued: usize) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        // SAFETY: `pool` is live (pool.h contract).
+        unsafe { borrow_blocking(pool) }.set_max_queued(max_queued);
+        POOL_OK
     })
 }
 

@@ -8,7 +8,8 @@ use core::ptr::{self, NonNull};
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PoolConfig {
-    /// Most worker threads; 0 = the number of CPUs available. At most 16383.
+    /// Most worker threads; 0 = the number of CPUs available (Linux: the affinity mask, capped
+    /// by the cgroup's CPU quota). At most 16383.
     pub max_threads: usize,
     /// Stack size of each worker thread in bytes; 0 = the system default: what
     /// `pthread_attr_init` gives a new thread (it follows `ulimit -s`), or, for a pool on a

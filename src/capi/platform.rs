@@ -368,7 +368,7 @@ unsafe impl Spawner for CSpawner {
     }
 
     fn available_parallelism(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::os::cpus::available_parallelism()
     }
 
     /// The `std` spawner's slot, for both kinds: a C pool's worker is found as a Rust pool's

@@ -243,6 +243,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -6 => b"index out of range\0",
         -7 => b"already started: configure before first use\0",
         -8 => b"pool inherited through fork: unusable in the child\0",
+        -9 => b"queue is full\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

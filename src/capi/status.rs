@@ -44,6 +44,10 @@ pub enum pool_status {
     /// what it can and returns) and the counters remain. The global pools are not affected:
     /// the child's are reset and work.
     POOL_ERR_FORKED = -8,
+    /// The queue holds as many waiting tasks as its bound allows (`pool_blocking_set_max_queued`):
+    /// the task was not queued, is untouched and is still the caller's. A place frees when a
+    /// waiting task starts.
+    POOL_ERR_FULL = -9,
 }
 
 use pool_status::*;
@@ -66,5 +70,6 @@ pub(super) fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::Overflow) => POOL_ERR_RANGE,
         Err(Error::OutOfMemory) => POOL_ERR_NOMEM,
         Err(Error::Forked) => POOL_ERR_FORKED,
+        Err(Error::Full) => POOL_ERR_FULL,
     }
 }

@@ -5,9 +5,11 @@
 //! * [`ThreadSpawner`]: `std::thread` with a configurable stack size, joins what it started.
 //! * [`DefaultParker`]: the futex parker on Linux, the condvar parker elsewhere; chosen here,
 //!   in one place.
+//! * `cpus`: the default thread count, from the affinity mask and the cgroup CPU quota.
 
 pub(crate) mod clock;
 mod condvar;
+pub(crate) mod cpus;
 mod defaults;
 #[cfg(target_os = "linux")]
 mod futex;

@@ -309,7 +309,7 @@ unsafe impl<P: Parker + Default + 'static> Spawner for ThreadSpawner<P> {
     }
 
     fn available_parallelism(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        super::cpus::available_parallelism()
     }
 
     /// `requested`, or for 0 what `std::thread` gives: `RUST_MIN_STACK` if set, else 2 MiB.

@@ -236,7 +236,10 @@ pub unsafe trait Spawner: Send + Sync + 'static {
         requested
     }
 
-    /// How many threads "as many as the hardware runs at once" means (`max_threads == 0`).
+    /// How many threads "as many as the hardware runs at once" means (`max_threads == 0`). On
+    /// the `std` platform: the CPUs in the calling thread's affinity mask, capped by the CPU
+    /// quota of its cgroup and the cgroup's ancestors (v1 and v2), at least 1, read afresh at
+    /// each call.
     fn available_parallelism(&self) -> usize {
         1
     }

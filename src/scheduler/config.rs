@@ -20,8 +20,9 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
-    /// Most threads the pool starts; 0 means the platform's available parallelism. At most
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// Most threads the pool starts; 0 means the platform's available parallelism (with `std`:
+    /// the CPUs of the calling thread's affinity mask, capped by its cgroup's CPU quota). At
+    /// most [`MAX_THREADS`](crate::MAX_THREADS).
     pub max_threads: usize,
     /// Stack size of each thread in bytes; 0 means the platform default: for
     /// `ThreadSpawner`, Rust std's (2 MiB, or `RUST_MIN_STACK`), not

@@ -27,8 +27,9 @@ impl<S: Spawner> ThreadPool<S> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
-    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap(); // 0: one per CPU
-    /// let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// use pool::Spawner;
+    /// let pool = pool::ThreadPool::new(pool::Config::default()).unwrap(); // 0: one per CPU it may use
+    /// let cpus = pool.spawner().available_parallelism().min(pool::MAX_THREADS);
     /// assert_eq!(pool.max_threads(), cpus);
     /// # }
     /// ```
