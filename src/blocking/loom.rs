@@ -272,58 +272,43 @@ fn shutdown_vs_submit_vs_exit() {
     });
 }
 
+/// A second submit from another thread, after a first one from this thread, on a pool built
+/// with `config` and `spawner`: accepted, or refused with `refusal` (then untouched); an
+/// accepted task is never stranded, and the pool ends with no thread and an empty queue.
+fn second_submit_accepted_or(config: BlockingConfig, spawner: ModelSpawner, refusal: Error) {
+    let pool = Arc::new(BlockingPool::with_spawner(config, spawner).unwrap());
+    let done = Arc::new(Done::default());
+    let (a, b) = (job(&done, false), job(&done, false));
+    submit(&pool, &a).unwrap();
+    let s = {
+        let (pool, b) = (pool.clone(), b.clone());
+        loom::thread::spawn(move || submit(&pool, &b))
+    };
+    let accepted = s.join().unwrap();
+    match accepted {
+        Ok(()) => done.wait_for(2),
+        Err(e) if e == refusal => done.wait_for(1),
+        Err(e) => panic!("{e:?}"),
+    }
+    pool.shutdown().unwrap();
+    assert_eq!(outcome(&a), (1, 0));
+    assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
+    let m = pool.metrics();
+    assert_eq!((m.threads, m.queue_depth), (0, 0));
+}
+
 /// Only one thread can ever start: a second submit either finds that thread (it comes back
-/// from its exit if needed) or, with no thread left, is refused with `Spawn`. An accepted
-/// task is never stranded.
+/// from its exit if needed) or, with no thread left, is refused with `Spawn`.
 #[test]
 fn spawn_failure_vs_exit() {
-    loom::model(|| {
-        let pool = Arc::new(BlockingPool::with_spawner(config(), ModelSpawner::new(1)).unwrap());
-        let done = Arc::new(Done::default());
-        let (a, b) = (job(&done, false), job(&done, false));
-        submit(&pool, &a).unwrap();
-        let s = {
-            let (pool, b) = (pool.clone(), b.clone());
-            loom::thread::spawn(move || submit(&pool, &b))
-        };
-        let accepted = s.join().unwrap();
-        match accepted {
-            Ok(()) => done.wait_for(2),
-            Err(Error::Spawn) => done.wait_for(1),
-            Err(e) => panic!("{e:?}"),
-        }
-        pool.shutdown().unwrap();
-        assert_eq!(outcome(&a), (1, 0));
-        assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
-        assert_eq!(pool.metrics().threads, 0);
-    });
+    loom::model(|| second_submit_accepted_or(config(), ModelSpawner::new(1), Error::Spawn));
 }
 
 /// A bounded queue (one place): a submit racing the thread that takes the first task is
-/// accepted (the place was freed) or refused with `Full` (untouched), never anything else;
-/// an accepted task is never stranded.
+/// accepted (the place was freed) or refused with `Full`, never anything else.
 #[test]
 fn bounded_submit_vs_take() {
-    loom::model(|| {
-        let pool = Arc::new(BlockingPool::with_spawner(config().with_max_queued(1), ModelSpawner::endless(1)).unwrap());
-        let done = Arc::new(Done::default());
-        let (a, b) = (job(&done, false), job(&done, false));
-        submit(&pool, &a).unwrap();
-        let s = {
-            let (pool, b) = (pool.clone(), b.clone());
-            loom::thread::spawn(move || submit(&pool, &b))
-        };
-        let accepted = s.join().unwrap();
-        match accepted {
-            Ok(()) => done.wait_for(2),
-            Err(Error::Full) => done.wait_for(1),
-            Err(e) => panic!("{e:?}"),
-        }
-        pool.shutdown().unwrap();
-        assert_eq!(outcome(&a), (1, 0));
-        assert_eq!(outcome(&b), if accepted.is_ok() { (1, 0) } else { (0, 0) });
-        assert_eq!(pool.metrics().queue_depth, 0);
-    });
+    loom::model(|| second_submit_accepted_or(config().with_max_queued(1), ModelSpawner::endless(1), Error::Full));
 }
 
 /// A task that holds the pool's thread: says it has started, then waits to be let go.
