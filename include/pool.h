@@ -176,6 +176,11 @@ enum pool_status {
    * waiting task starts.
    */
   POOL_ERR_FULL = -9,
+  /**
+   * The task is not waiting in the queue (a queue's cancel): it has started (it runs or ran
+   * exactly once), was cancelled already, or was never submitted there; nothing changed.
+   */
+  POOL_ERR_BUSY = -10,
 };
 
 /**

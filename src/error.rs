@@ -46,6 +46,10 @@ pub enum Error {
     /// ([`BlockingConfig::max_queued`](crate::BlockingConfig::max_queued)); the work was not
     /// accepted and is still the caller's. A place frees when a waiting task starts.
     Full,
+    /// The task is not waiting in the queue ([`Queue::cancel`](crate::Queue::cancel)): it has
+    /// started (it runs or ran exactly once), was cancelled already, or was never submitted
+    /// there; nothing was changed.
+    Busy,
 }
 
 impl fmt::Display for Error {
@@ -59,6 +63,7 @@ impl fmt::Display for Error {
             Error::OutOfMemory => "out of memory",
             Error::Forked => "the pool was inherited through fork: unusable in this process",
             Error::Full => "the queue is full",
+            Error::Busy => "the task is not waiting in the queue",
         })
     }
 }

@@ -60,6 +60,7 @@ mod panic;
 mod parallel;
 mod platform;
 mod queue;
+mod queues;
 pub mod runtime;
 mod scheduler;
 mod shutdown;
@@ -102,6 +103,7 @@ pub use scheduler::{
     Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };
 pub use scheduler::MAX_THREADS;
+pub use queues::{Queue, QueueConfig};
 pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]

@@ -48,6 +48,9 @@ pub enum pool_status {
     /// the task was not queued, is untouched and is still the caller's. A place frees when a
     /// waiting task starts.
     POOL_ERR_FULL = -9,
+    /// The task is not waiting in the queue (a queue's cancel): it has started (it runs or ran
+    /// exactly once), was cancelled already, or was never submitted there; nothing changed.
+    POOL_ERR_BUSY = -10,
 }
 
 use pool_status::*;
@@ -71,5 +74,6 @@ pub(super) fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::OutOfMemory) => POOL_ERR_NOMEM,
         Err(Error::Forked) => POOL_ERR_FORKED,
         Err(Error::Full) => POOL_ERR_FULL,
+        Err(Error::Busy) => POOL_ERR_BUSY,
     }
 }

@@ -1,0 +1,205 @@
+//! A queue's shared state behind its lock ([`State`], [`Inner`]), its waiters, and its
+//! runners ([`Runner`]): pool tasks embedded in the queue's allocation that, each time the pool
+//! starts one, run the queue's oldest waiting tasks one at a time (up to
+//! [`BATCH`], then it submits itself again) and end when nothing waits or the
+//! queue was narrowed below its runners (`Admission::take` decides each step, under the lock).
+//!
+//! Invariant: a runner's callback touches the queue's memory only while it is counted in
+//! `Admission::runners`; the step that ends it (its task pushed back among the idle runners,
+//! under the lock) is its last access before the unlock. After that it touches only the
+//! waiters it took, whose nodes are on their own threads' stacks.
+
+use core::cell::Cell;
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+
+use super::admission::{Admission, Step};
+use super::list::List;
+use crate::latch::Signal;
+use crate::platform::Spawner;
+use crate::scheduler::ThreadPool;
+use crate::sync::{AtomicUsize, Backoff, Locked, Ordering, TryLock};
+use crate::task::{Batch, Callback, Task};
+
+/// Tasks a runner runs in a row before it yields its pool thread (submits itself again).
+pub(super) const BATCH: usize = 32;
+
+/// What the lock guards (module invariants).
+pub(super) struct State {
+    pub(super) adm: Admission,
+    pub(super) waiting: List,
+    /// Runner tasks not submitted to the pool (`runners` slots minus `adm.runners`).
+    pub(super) idle: Batch,
+    /// Threads in [`Queue::wait`] or `Drop`, woken when the admission turns idle.
+    pub(super) waiters: *const Waiter,
+}
+
+// SAFETY: the list, the idle runners and the waiter chain are pointers handed between threads
+// only under the queue's lock (module invariants); tasks are `Send`.
+unsafe impl Send for State {}
+
+/// One waiting thread's node, on its own stack, linked while it waits.
+pub(super) struct Waiter {
+    signal: Signal,
+    next: Cell<*const Waiter>,
+}
+
+/// The queue's one allocation (with its runner slots).
+pub(crate) struct Inner<S: Spawner> {
+    pub(super) pool: NonNull<ThreadPool<S>>,
+    pub(super) state: TryLock<State>,
+    pub(super) cancel: Option<Callback>,
+    pub(super) runners: Box<[Runner<S>]>,
+}
+
+
+impl<S: Spawner> Inner<S> {
+    pub(super) fn pool(&self) -> &ThreadPool<S> {
+        // SAFETY: the queue borrows the pool for its whole life (`Queue<'a, S>`), and the
+        // allocation is freed before the queue's drop returns.
+        unsafe { self.pool.as_ref() }
+    }
+
+    /// The lock: short sections (list and counts) only; a holder preempted meanwhile is
+    /// waited for with a backoff that sleeps (on a parker made at the first sleep).
+    pub(super) fn lock(&self) -> Locked<'_, State> {
+        if let Some(st) = self.state.try_lock() {
+            return st;
+        }
+        let mut backoff = Backoff::new(1, 50);
+        let mut parker = None;
+        self.state.lock(|| backoff.snooze(parker.get_or_insert_with(|| self.pool().spawner().new_parker())))
+    }
+
+    /// The calling thread is a worker of the pool inside one of this queue's tasks.
+    pub(super) fn on_own_task(&self) -> bool {
+        let me = self.pool().current_worker().map_or(0, |cx| cx.index() + 1);
+        me != 0 && self.runners.iter().any(|r| r.is_running_on(me))
+    }
+
+    /// Returns once the admission reads idle (a waiter registered under the lock is woken by
+    /// the transition that makes it idle).
+    pub(super) fn wait_idle(&self) {
+        let waiter = Waiter { signal: Signal::new(), next: Cell::new(ptr::null()) };
+        {
+            let mut st = self.lock();
+            if st.adm.is_idle() {
+                return;
+            }
+            waiter.next.set(st.waiters);
+            st.waiters = &waiter;
+        }
+        self.pool().wait_for(&waiter.signal);
+    }
+}
+
+impl State {
+    pub(super) fn take_waiters(&mut self) -> *const Waiter {
+        core::mem::replace(&mut self.waiters, ptr::null())
+    }
+}
+
+/// Sets each waiter's signal (reading its link first: a waiter may return, and its node
+/// vanish, as soon as its signal is set).
+///
+/// # Safety
+/// `w` is a chain taken from a queue's state under its lock (its nodes live until set), and
+/// this is its one wake.
+pub(super) unsafe fn wake(mut w: *const Waiter) {
+    while !w.is_null() {
+        // SAFETY: a node of the chain, alive until its signal is set below.
+        unsafe {
+            let next = (*w).next.get();
+            (*w).signal.set();
+            w = next;
+        }
+    }
+}
+
+/// One runner slot (module docs). `repr(C)` with the task first: the task pointer is the
+/// runner's.
+#[repr(C)]
+pub(super) struct Runner<S: Spawner> {
+    task: Task,
+    queue: *const Inner<S>,
+    /// The worker (index + 1) running one of the queue's tasks in this runner, 0 otherwise:
+    /// written by that worker only, so a worker that reads its own index here is inside a task
+    /// of this queue (`Queue::wait`'s refusal). Relaxed: only the writer's own reads matter.
+    worker: AtomicUsize,
+}
+
+impl<S: Spawner> Runner<S> {
+    pub(super) fn new(queue: *const Inner<S>) -> Self {
+        Self { task: Task::new(run::<S>), queue, worker: AtomicUsize::new(0) }
+    }
+
+    /// This runner's task, to submit to the pool or keep among the idle ones.
+    pub(super) fn task(&self) -> NonNull<Task> {
+        NonNull::from(&self.task)
+    }
+
+    pub(super) fn is_running_on(&self, worker: usize) -> bool {
+        self.worker.load(Ordering::Relaxed) == worker
+    }
+}
+
+/// The runner's callback (module docs).
+///
+/// # Safety
+/// Called by the pool once per submit of a runner's task (the first field of a `Runner<S>` in
+/// a live queue's slots).
+unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
+    let runner = task.cast::<Runner<S>>().cast_const();
+    // SAFETY: the runner is counted (submitted), so its queue is alive (module invariant).
+    let queue: *const Inner<S> = unsafe { (*runner).queue };
+    // SAFETY: as above.
+    let me = unsafe { (*queue).pool().current_worker().map_or(0, |cx| cx.index() + 1) };
+    let mut finished = false;
+    let mut left = BATCH;
+    loop {
+        let (step, next, waiters) = {
+            // SAFETY: as above; the guard ends before the queue may be freed.
+            let mut st = unsafe { (*queue).lock() };
+            let step = st.adm.take(finished, left > 0);
+            match step {
+                Step::Run => (step, st.waiting.pop(), ptr::null()),
+                Step::Yield => (step, None, ptr::null()),
+                Step::End { idle } => {
+                    // SAFETY: this runner's task is its callback's until handed on: now to
+                    // the idle runners (the last access to the queue, under the lock).
+                    unsafe { st.idle.push(NonNull::new_unchecked(task)) };
+                    (step, None, if idle { st.take_waiters() } else { ptr::null() })
+                }
+            }
+        };
+        match step {
+            Step::Run => {
+                let next = next.expect("a waiting task behind every Run");
+                // SAFETY: still counted (running): the queue is alive; the slot is ours.
+                let worker = unsafe { &(*runner).worker };
+                worker.store(me, Ordering::Relaxed);
+                // SAFETY: popped from the list under the lock: ours to run, once.
+                unsafe { Task::run(next) };
+                worker.store(0, Ordering::Relaxed);
+                finished = true;
+                left -= 1;
+            }
+            Step::Yield => {
+                // SAFETY: still counted: the queue and its pool are alive; the task is ours to
+                // submit, and after an `Ok` it is the pool's (not touched again here).
+                if unsafe { (*queue).pool().submit(NonNull::new_unchecked(task)) }.is_ok() {
+                    return;
+                }
+                // Refused (the pool's shutdown runs what is left on its own thread): go on here.
+                finished = false;
+                left = BATCH;
+            }
+            Step::End { .. } => {
+                // SAFETY: taken from the chain under the lock, each set once.
+                unsafe { wake(waiters) };
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! [`Queue`]: an ordered, width-limited queue of tasks on a [`ThreadPool`]'s threads
+//! (libdispatch's serial and concurrent queues, TBB's arena concurrency, the small C pools'
+//! FIFO), many per pool, with no lock shared between queues (design: ARCHITECTURE.md,
+//! "Queues (on the scheduler, not in it)").
+//!
+//! A queue keeps its waiting tasks in an intrusive FIFO list of its own ([`list`]) and runs
+//! them through at most `width` runners ([`runner`]): a runner is a pool task embedded in the
+//! queue's allocation that, when the pool starts it, takes the queue's oldest task, runs it,
+//! and goes on with the next, up to `inner::BATCH` tasks, then submits itself again (fairness with
+//! other queues and plain submits), or ends when nothing waits. A task is bound to a pool
+//! thread only when it starts, so the pool's batching and stealing cannot reorder it.
+//!
+//! # Invariants
+//! * The list, the counts ([`admission::Admission`]), the idle runners and the waiters change
+//!   together, under the queue's own lock (`sync::TryLock`, waited for with `sync::Backoff`);
+//!   every count change goes through an `Admission` transition. No lock is held while a task,
+//!   a cancel callback or a pool submit runs.
+//! * FIFO start: tasks are popped from the list's head only, by one runner at a time under
+//!   the lock, so a task starts after every task submitted to the queue before it.
+//! * Width: a task starts only while `runners <= width` (`Admission::take`).
+//! * A runner's `Task` is owned by the pool from its submit until its callback starts, then by
+//!   that callback until it submits it again or puts it back among the idle runners (under
+//!   the lock; the last access to the queue's memory before the unlock, then only waiters'
+//!   signals on their own stacks are touched).
+//! * The queue's memory is freed only by `Drop`, after the admission reads idle (nothing
+//!   waiting, no runner out): no runner can reach it afterwards.
+//! * Zero allocation per task; two per queue (the queue and its runner slots, one per thread
+//!   the pool may start).
+
+mod admission;
+mod inner;
+mod list;
+
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+
+use self::admission::Admission;
+use self::list::List;
+use self::inner::{wake, Inner, Runner, State};
+use crate::error::Error;
+use crate::fallible::{try_box, try_boxed_slice};
+use crate::platform::Spawner;
+use crate::scheduler::ThreadPool;
+use crate::sync::{Ordering, TryLock};
+use crate::task::{Batch, Callback, Task};
+
+/// A queue's settings: [`width`](Self::new), [`bound`](Self::with_bound) and
+/// [`cancel`](Self::with_cancel) callback.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueConfig {
+    width: usize,
+    bound: usize,
+    cancel: Option<Callback>,
+}
+
+impl QueueConfig {
+    /// At most `width` tasks run at once (1: a serial queue; 0: suspended until widened);
+    /// unbounded, no cancel callback.
+    pub const fn new(width: usize) -> Self {
+        Self { width, bound: 0, cancel: None }
+    }
+
+    /// At most `bound` tasks wait (not counting running ones); 0 = unbounded.
+    pub const fn with_bound(mut self, bound: usize) -> Self {
+        self.bound = bound;
+        self
+    }
+
+    /// Tasks still waiting when the queue is dropped are handed to `cancel` (called with the
+    /// task, on the dropping thread) instead of being run.
+    pub const fn with_cancel(mut self, cancel: Callback) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+}
+
+/// A FIFO queue of intrusive [`Task`]s that runs at most `width` of them at once on a pool's
+/// threads (module docs: [`crate::queues`]). Many queues may share one pool.
+///
+/// * **FIFO start**: a task never starts before every task submitted to the queue before it
+///   has started (width 1: strictly in order, one at a time).
+/// * **Width** ([`set_width`](Self::set_width)): narrowing lets running tasks finish and starts
+///   none until fewer run than the new width; widening starts waiting tasks at once; 0
+///   suspends the queue.
+/// * **Bound** ([`QueueConfig::with_bound`]): [`try_submit`](Self::try_submit) refuses with
+///   [`Error::Full`] while `bound` tasks wait.
+/// * **Cancel** before start ([`cancel`](Self::cancel)), **wait** for every task submitted so
+///   far ([`wait`](Self::wait)).
+/// * **Drop**: tasks still waiting are handed to the cancel callback, or run on the dropping
+///   thread (in order) if there is none, after the running ones have finished. Dropping a
+///   queue from one of its own tasks panics (it would wait for itself): from a task callback
+///   that ends the process.
+///
+/// A task's callback must return normally (see [`Task`]): a panic unwinding out of an
+/// intrusive task's `extern "C"` callback ends the process before it reaches the queue. A
+/// closure task ([`spawn`](Self::spawn)) catches its panic, and its width slot frees as if it
+/// had returned.
+///
+/// ```
+/// # #[cfg(feature = "std")] {
+/// use core::ptr::NonNull;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use pool::{container_of, Config, Queue, QueueConfig, Task, ThreadPool};
+///
+/// #[repr(C)]
+/// struct Job { n: usize, task: Task }
+/// static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// unsafe extern "C" fn run(task: *mut Task) {
+///     // SAFETY: every task with this callback is the `task` of a `Job`, derived from the whole job.
+///     let job = unsafe { &*container_of!(task, Job, task) };
+///     // A serial queue: strictly in submission order, one at a time.
+///     assert_eq!(NEXT.fetch_add(1, Ordering::Relaxed), job.n);
+/// }
+///
+/// let pool = ThreadPool::new(Config::default().with_max_threads(4)).unwrap();
+/// let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+/// let mut jobs: Vec<Job> = (0..100).map(|n| Job { n, task: Task::new(run) }).collect();
+/// for job in jobs.iter_mut() {
+///     let job: *mut Job = job;
+///     // SAFETY: each job stays put until the queue's `wait` below returns.
+///     unsafe { queue.try_submit(NonNull::new_unchecked(&raw mut (*job).task)).unwrap() };
+/// }
+/// queue.wait().unwrap();
+/// assert_eq!(NEXT.load(Ordering::Relaxed), 100);
+/// # }
+/// ```
+pub struct Queue<'a, S: Spawner> {
+    inner: NonNull<Inner<S>>,
+    _pool: PhantomData<&'a ThreadPool<S>>,
+}
+
+// SAFETY: the queue is a pointer to its allocation, whose shared state is behind its lock and
+// whose pool is `Sync`; every method takes `&self`.
+unsafe impl<S: Spawner> Send for Queue<'_, S> {}
+// SAFETY: as above.
+unsafe impl<S: Spawner> Sync for Queue<'_, S> {}
+
+impl<S: Spawner> core::fmt::Debug for Queue<'_, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let adm = self.inner().lock().adm;
+        f.debug_struct("Queue").field("admission", &adm).finish()
+    }
+}
+
+impl<'a, S: Spawner> Queue<'a, S> {
+    /// A queue on `pool`'s threads.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a width above `pool.max_threads()`;
+    /// [`Error::OutOfMemory`] if an allocation failed (nothing was kept).
+    pub fn new(pool: &'a ThreadPool<S>, config: QueueConfig) -> Result<Self, Error> {
+        let slots = pool.max_threads();
+        if config.width > slots {
+            return Err(Error::InvalidArgument);
+        }
+        let state = State { adm: Admission::new(config.width, config.bound), waiting: List::new(), idle: Batch::new(), waiters: ptr::null() };
+        let inner = try_box(Inner { pool: NonNull::from(pool), state: TryLock::new(state), cancel: config.cancel, runners: Box::new([]) })?;
+        let inner = NonNull::from(Box::leak(inner));
+        // SAFETY: `inner` was just leaked and is ours alone; the runners point back to it.
+        unsafe {
+            let runners = match try_boxed_slice(slots, |_| Runner::new(inner.as_ptr())) {
+                Ok(r) => r,
+                Err(e) => {
+                    drop(Box::from_raw(inner.as_ptr()));
+                    return Err(e);
+                }
+            };
+            (*inner.as_ptr()).runners = runners;
+            let inner_ref = inner.as_ref();
+            let mut st = inner_ref.lock();
+            for r in inner_ref.runners.iter() {
+                st.idle.push(r.task());
+            }
+        }
+        Ok(Self { inner, _pool: PhantomData })
+    }
+
+    fn inner(&self) -> &Inner<S> {
+        // SAFETY: freed only by `Drop` (module invariants).
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// Submits `task` without blocking.
+    ///
+    /// # Errors
+    /// [`Error::Full`] when `bound` tasks wait already; [`Error::Shutdown`], [`Error::Spawn`]
+    /// or [`Error::Forked`] when the pool refused the runner the task needed. On error the
+    /// task was not queued and is still the caller's. (A task accepted while the pool refuses
+    /// work, behind another one's runner, waits until the queue's drop hands it back.)
+    ///
+    /// # Safety
+    /// As [`ThreadPool::submit`]: `task` is valid, has a callback, is queued nowhere, and stays
+    /// valid and unmoved until its callback has started or it was cancelled.
+    pub unsafe fn try_submit(&self, task: NonNull<Task>) -> Result<(), Error> {
+        let inner = self.inner();
+        let runner = {
+            let mut st = inner.lock();
+            let grew = st.adm.submit().map_err(|()| Error::Full)?;
+            // SAFETY: the caller's contract.
+            unsafe { st.waiting.push(task) };
+            if grew { st.idle.pop() } else { None }
+        };
+        let Some(runner) = runner else { return Ok(()) };
+        // SAFETY: an idle runner's task is ours to submit; it stays valid while counted.
+        let Err(e) = (unsafe { inner.pool().submit(runner) }) else { return Ok(()) };
+        let (removed, waiters) = {
+            let mut st = inner.lock();
+            // SAFETY: the runner came back unsubmitted.
+            unsafe { st.idle.push(runner) };
+            let idle = st.adm.refused();
+            let removed = st.waiting.remove(task);
+            let idle = if removed { st.adm.remove(1) } else { idle };
+            (removed, if idle { st.take_waiters() } else { ptr::null() })
+        };
+        // SAFETY: taken from the chain under the lock, each set once.
+        unsafe { wake(waiters) };
+        if removed { Err(e) } else { Ok(()) }
+    }
+
+    /// Submits a closure (one allocation, as [`ThreadPool::spawn`]). A panic in `f` is caught
+    /// and counted ([`panic_count`](crate::panic_count)); its width slot frees as if it had
+    /// returned. Not for a queue with a cancel callback (which would be handed the closure's
+    /// internal task): that returns [`Error::InvalidArgument`].
+    ///
+    /// # Errors
+    /// As [`try_submit`](Self::try_submit) (the closure is dropped unrun).
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
+        if self.inner().cancel.is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let job = crate::heap_task::HeapTask::new(move || crate::panic::run_catching(f));
+        // SAFETY: the box stays alive until its callback runs (and frees it), or until the
+        // queue's drop runs it (no cancel callback).
+        let submitted = unsafe { self.try_submit(job.task()) };
+        if submitted.is_err() {
+            // SAFETY: refused, so never queued: still ours.
+            unsafe { job.drop_unrun() };
+        }
+        submitted
+    }
+
+    /// Cancels `task` if it is waiting in this queue: it is unlinked, will never run, frees
+    /// its place in the bound, and the queue keeps no reference to it (the caller may free it
+    /// at once).
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when `task` is not waiting in this queue: it has started (it runs or ran
+    /// exactly once), or it was cancelled already, or it was never submitted here. The queue
+    /// reads only the tasks in its own list, never `task` itself (which may have been freed),
+    /// so it cannot tell these apart: one error for all of them.
+    pub fn cancel(&self, task: NonNull<Task>) -> Result<(), Error> {
+        let waiters = {
+            let mut st = self.inner().lock();
+            if !st.waiting.remove(task) {
+                return Err(Error::Busy);
+            }
+            if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }
+        };
+        // SAFETY: taken from the chain under the lock, each set once.
+        unsafe { wake(waiters) };
+        Ok(())
+    }
+
+    /// Sets the width: at most `width` tasks run at once from now on (0 suspends the queue).
+    /// Widening starts waiting tasks at once; narrowing stops none: running tasks finish, and
+    /// none starts until fewer run than `width`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] above the pool's `max_threads` (nothing changed); as
+    /// [`try_submit`](Self::try_submit) when the pool refuses the new runners (the width is
+    /// set, the tasks stay waiting).
+    pub fn set_width(&self, width: usize) -> Result<(), Error> {
+        let inner = self.inner();
+        if width > inner.runners.len() {
+            return Err(Error::InvalidArgument);
+        }
+        let mut batch = {
+            let mut st = inner.lock();
+            let n = st.adm.set_width(width);
+            st.idle.split_front(n)
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = batch.len();
+        let first = batch.head;
+        // SAFETY: idle runners' tasks are ours to submit; each stays valid while counted.
+        let Err(e) = (unsafe { inner.pool().submit_batch(core::mem::take(&mut batch)) }) else { return Ok(()) };
+        let waiters = {
+            let mut st = inner.lock();
+            let mut idle = false;
+            let mut next = first;
+            for _ in 0..n {
+                let r = next.expect("the refused batch's runners");
+                // SAFETY: the refused batch's own links, read before each is pushed back.
+                next = NonNull::new(unsafe { r.as_ref().load_next(Ordering::Relaxed) });
+                // SAFETY: the runner came back unsubmitted.
+                unsafe { st.idle.push(r) };
+                idle = st.adm.refused();
+            }
+            if idle { st.take_waiters() } else { ptr::null() }
+        };
+        // SAFETY: taken from the chain under the lock, each set once.
+        unsafe { wake(waiters) };
+        Err(e)
+    }
+
+    /// The current width.
+    pub fn width(&self) -> usize {
+        self.inner().lock().adm.width
+    }
+
+    /// Tasks waiting (submitted, not started, not cancelled): exact at the moment of the call.
+    pub fn waiting(&self) -> usize {
+        self.inner().lock().adm.waiting
+    }
+
+    /// Tasks running now: exact at the moment of the call.
+    pub fn running(&self) -> usize {
+        self.inner().lock().adm.running
+    }
+
+    /// Waits until every task submitted so far has finished or been cancelled (and tasks
+    /// submitted meanwhile too: it returns when the queue is idle). On one of the pool's
+    /// workers it waits through the pool's waiting loop (runs other work); elsewhere it parks.
+    /// A suspended queue (width 0) with waiting tasks waits until widened.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] from a task of this queue (it would wait for itself),
+    /// detected on the pool's workers: a task of this queue run by the pool's shutdown on the
+    /// calling thread (a pool that could never start a thread) is not detected.
+    pub fn wait(&self) -> Result<(), Error> {
+        if self.inner().on_own_task() {
+            return Err(Error::InvalidArgument);
+        }
+        self.inner().wait_idle();
+        Ok(())
+    }
+}
+
+impl<S: Spawner> Drop for Queue<'_, S> {
+    fn drop(&mut self) {
+        let inner = self.inner();
+        assert!(!inner.on_own_task(), "pool: a queue dropped from one of its own tasks (it would wait for itself)");
+        let (mut list, waiters) = {
+            let mut st = inner.lock();
+            let list = st.waiting.take();
+            let n = st.adm.waiting;
+            (list, if st.adm.remove(n) { st.take_waiters() } else { ptr::null() })
+        };
+        // SAFETY: taken from the chain under the lock, each set once.
+        unsafe { wake(waiters) };
+        inner.wait_idle();
+        let cancel = inner.cancel;
+        // SAFETY: idle: no runner is out and nothing reaches the allocation (module invariants).
+        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        while let Some(task) = list.pop() {
+            match cancel {
+                // SAFETY: the task was waiting and is handed back, once (QueueConfig::with_cancel).
+                Some(cancel) => unsafe { crate::task::call(cancel, task.as_ptr()) },
+                // SAFETY: the task was waiting; it runs once, here.
+                None => unsafe { Task::run(task) },
+            }
+        }
+    }
+}
