@@ -1,0 +1,426 @@
+//! Queues (`pool::Queue`, issue 27 item 2): width, FIFO start, exact-once, bound, cancel,
+//! suspension, wait from inside, drop's hand-back, a closure's panic.
+//!
+//! Every test runs its body under a watchdog (a stranded task fails in seconds instead of
+//! hanging) and counts every task's runs with a per-task counter (exactly once, or never for a
+//! cancelled one). Tasks that must block wait on a `Gate` the test opens a permit at a time.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use pool::{container_of, Config, Error, Queue, QueueConfig, Task, ThreadPool, ThreadSpawner};
+
+/// Runs `f` on its own thread and fails the test if it does not finish in `secs` seconds.
+fn watchdog<T: Send + 'static>(what: &'static str, secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = thread::Builder::new().name(format!("watched:{what}")).spawn(move || tx.send(f()).unwrap()).unwrap();
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => {
+            h.join().unwrap();
+            v
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match h.join() {
+            Err(p) => std::panic::resume_unwind(p),
+            Ok(()) => unreachable!(),
+        },
+        Err(_) => panic!("WATCHDOG: {what} did not finish in {secs} s (a stranded task?)"),
+    }
+}
+
+/// Permits for blocking tasks: `pass` takes one (waiting for it), `open` adds some.
+#[derive(Default)]
+struct Gate {
+    permits: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn pass(&self) {
+        let mut p = self.permits.lock().unwrap();
+        while *p == 0 {
+            p = self.cv.wait(p).unwrap();
+        }
+        *p -= 1;
+    }
+    fn open(&self, n: usize) {
+        *self.permits.lock().unwrap() += n;
+        self.cv.notify_all();
+    }
+}
+
+/// What the tasks of one test share.
+#[derive(Default)]
+struct Probe {
+    active: AtomicUsize,
+    max: AtomicUsize,
+    started: Mutex<Vec<usize>>,
+    gate: Gate,
+}
+
+#[repr(C)]
+struct Job {
+    task: Task,
+    n: usize,
+    /// Whether this job blocks on the gate.
+    blocks: bool,
+    runs: AtomicUsize,
+    probe: Arc<Probe>,
+}
+
+unsafe extern "C" fn run_job(task: *mut Task) {
+    // SAFETY: every task with this callback is the `task` of a live `Job` (derived from the job).
+    let job = unsafe { &*container_of!(task, Job, task) };
+    let p = &job.probe;
+    let now = p.active.fetch_add(1, Ordering::SeqCst) + 1;
+    p.max.fetch_max(now, Ordering::SeqCst);
+    p.started.lock().unwrap().push(job.n);
+    if job.blocks {
+        p.gate.pass();
+    }
+    job.runs.fetch_add(1, Ordering::SeqCst);
+    p.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn jobs(n: usize, probe: &Arc<Probe>, blocks: impl Fn(usize) -> bool) -> Vec<Job> {
+    (0..n).map(|i| Job { task: Task::new(run_job), n: i, blocks: blocks(i), runs: AtomicUsize::new(0), probe: probe.clone() }).collect()
+}
+
+fn task_of(jobs: &mut [Job], i: usize) -> NonNull<Task> {
+    let job: *mut Job = &mut jobs[i];
+    // SAFETY: `job` is live; the field pointer is derived from the whole job.
+    unsafe { NonNull::new_unchecked(&raw mut (*job).task) }
+}
+
+/// Polls `cond` every millisecond for up to 5 s.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(Instant::now() < until, "never: {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn pool(threads: usize) -> ThreadPool<ThreadSpawner> {
+    ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()
+}
+
+/// Widths 1, 2, 3 on pools of 1, 2 and 4 threads: with blocking tasks released one at a time,
+/// exactly min(width, threads) run at every quiescent point, never more than the width, the
+/// tasks started so far are always the oldest ones (FIFO start), and each runs exactly once.
+#[test]
+fn width_bounds_concurrency_and_starts_fifo() {
+    watchdog("width", 60, || {
+        for threads in [1, 2, 4] {
+            let pool = pool(threads);
+            for width in [1, 2, 3] {
+                let probe = Arc::new(Probe::default());
+                let mut jobs = jobs(24, &probe, |_| true);
+                // A width is at most the pool's thread count.
+                assert_eq!(Queue::new(&pool, QueueConfig::new(threads + 1)).unwrap_err(), Error::InvalidArgument);
+                let width = width.min(threads);
+                let queue = Queue::new(&pool, QueueConfig::new(width)).unwrap();
+                for i in 0..jobs.len() {
+                    // SAFETY: the jobs outlive the queue's wait below.
+                    unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+                }
+                let expect = width;
+                for released in 0..jobs.len() {
+                    let want = (released + expect).min(jobs.len());
+                    eventually("the width's worth of tasks running", || probe.started.lock().unwrap().len() == want);
+                    let started = probe.started.lock().unwrap().clone();
+                    let mut sorted = started.clone();
+                    sorted.sort_unstable();
+                    assert_eq!(sorted, (0..want).collect::<Vec<_>>(), "threads {threads} width {width}: not the oldest tasks");
+                    if width == 1 {
+                        assert_eq!(started, sorted, "a serial queue starts strictly in order");
+                    }
+                    // The last released task may still be on its way out.
+                    eventually("min(width, threads) running", || probe.active.load(Ordering::SeqCst) == want - released);
+                    probe.gate.open(1);
+                }
+                queue.wait().unwrap();
+                assert!(probe.max.load(Ordering::SeqCst) <= width, "threads {threads} width {width}: over the width");
+                assert_eq!(probe.max.load(Ordering::SeqCst), expect, "threads {threads} width {width}: never reached");
+                assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1), "exactly once");
+            }
+        }
+    });
+}
+
+/// Quick tasks through several queues of one pool at once: exact-once, and a serial queue's
+/// tasks start in order whatever the others do.
+#[test]
+fn many_queues_share_a_pool_exactly_once_in_order() {
+    watchdog("many", 60, || {
+        let pool = pool(4);
+        let probes: Vec<Arc<Probe>> = (0..4).map(|_| Arc::new(Probe::default())).collect();
+        let mut all: Vec<Vec<Job>> = probes.iter().map(|p| jobs(2000, p, |_| false)).collect();
+        let queues: Vec<Queue<'_, _>> = (0..4).map(|q| Queue::new(&pool, QueueConfig::new(if q == 0 { 1 } else { q })).unwrap()).collect();
+        thread::scope(|s| {
+            for (q, jobs) in queues.iter().zip(all.iter_mut()) {
+                s.spawn(move || {
+                    for i in 0..jobs.len() {
+                        // SAFETY: the jobs outlive the waits below.
+                        unsafe { q.try_submit(task_of(jobs, i)).unwrap() };
+                    }
+                });
+            }
+        });
+        for q in &queues {
+            q.wait().unwrap();
+        }
+        for (q, jobs) in all.iter().enumerate() {
+            assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1), "queue {q}: exactly once");
+            assert!(probes[q].max.load(Ordering::SeqCst) <= q.max(1), "queue {q}: over its width");
+        }
+        let started = probes[0].started.lock().unwrap().clone();
+        assert_eq!(started, (0..2000).collect::<Vec<_>>(), "the serial queue started in order");
+    });
+}
+
+/// A serial queue with 1,000 waiting tasks (the first one blocked) holds one thread: the
+/// pool's 3 others run 3 plain tasks at once meanwhile.
+#[test]
+fn serial_queue_leaves_other_threads_free() {
+    watchdog("free", 30, || {
+        let pool = pool(4);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(1000, &probe, |i| i == 0);
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        for i in 0..jobs.len() {
+            // SAFETY: the jobs outlive the queue's wait below.
+            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+        }
+        eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
+        let barrier = Arc::new(Barrier::new(4));
+        for _ in 0..3 {
+            let b = barrier.clone();
+            pool.spawn(move || {
+                b.wait();
+            })
+            .unwrap();
+        }
+        barrier.wait(); // three plain tasks ran at once beside the queue's blocked one
+        assert_eq!(queue.waiting(), 999);
+        probe.gate.open(1);
+        queue.wait().unwrap();
+        assert_eq!(*probe.started.lock().unwrap(), (0..1000).collect::<Vec<_>>());
+        assert_eq!(probe.max.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// The issue's scenario on a width-4 queue of a 4-thread pool: 4 blockers, then 16 quick
+/// tasks. No quick task starts before every blocker has started (and while they block, none
+/// starts at all); cancelling all 16 succeeds, none runs, and a second cancel, or a cancel of a
+/// blocker, is `Busy`.
+#[test]
+fn blockers_then_quick_tasks_cancel_before_start() {
+    watchdog("blockers", 30, || {
+        for _round in 0..20 {
+            let pool = pool(4);
+            let probe = Arc::new(Probe::default());
+            let mut jobs = jobs(20, &probe, |i| i < 4);
+            let queue = Queue::new(&pool, QueueConfig::new(4)).unwrap();
+            for i in 0..jobs.len() {
+                // SAFETY: the jobs outlive the queue's wait below.
+                unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+            }
+            eventually("4 blockers started", || probe.active.load(Ordering::SeqCst) == 4);
+            thread::sleep(Duration::from_millis(2));
+            let mut started = probe.started.lock().unwrap().clone();
+            started.sort_unstable();
+            assert_eq!(started, vec![0, 1, 2, 3], "a quick task started beside the blockers");
+            assert_eq!(queue.waiting(), 16);
+            for i in 4..20 {
+                assert_eq!(queue.cancel(task_of(&mut jobs, i)), Ok(()), "quick task {i}");
+            }
+            assert_eq!(queue.waiting(), 0);
+            assert_eq!(queue.cancel(task_of(&mut jobs, 4)), Err(Error::Busy), "cancelled twice");
+            assert_eq!(queue.cancel(task_of(&mut jobs, 0)), Err(Error::Busy), "a running task");
+            // The cancelled jobs are the caller's at once: reuse one as a fresh submit.
+            // SAFETY: cancelled, so queued nowhere; it outlives the wait below.
+            unsafe { queue.try_submit(task_of(&mut jobs, 19)).unwrap() };
+            probe.gate.open(4);
+            queue.wait().unwrap();
+            let runs: Vec<usize> = jobs.iter().map(|j| j.runs.load(Ordering::SeqCst)).collect();
+            assert_eq!(&runs[..4], &[1, 1, 1, 1]);
+            assert!(runs[4..19].iter().all(|&r| r == 0), "a cancelled task ran: {runs:?}");
+            assert_eq!(runs[19], 1, "resubmitted after its cancel");
+        }
+    });
+}
+
+/// A bounded queue (bound 4, width 1, its first task blocked): from two submitting threads,
+/// accepted + refused = attempts, the waiting count never exceeds the bound, a refused task
+/// is untouched (submitted again later it runs once), and a started task frees its place.
+#[test]
+fn bounded_queue_refuses_when_full() {
+    watchdog("bounded", 30, || {
+        let pool = pool(2);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(202, &probe, |i| i == 0);
+        let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(4)).unwrap();
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe { queue.try_submit(task_of(&mut jobs, 0)).unwrap() };
+        eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
+        let (left, right) = jobs[1..].split_at_mut(101);
+        let tallies: Vec<(usize, usize, Vec<usize>)> = thread::scope(|s| {
+            let hs: Vec<_> = [left, right]
+                .into_iter()
+                .map(|half| {
+                    let queue = &queue;
+                    s.spawn(move || {
+                        let (mut ok, mut full, mut refused) = (0, 0, Vec::new());
+                        for i in 0..half.len() {
+                            // SAFETY: as above.
+                            match unsafe { queue.try_submit(task_of(half, i)) } {
+                                Ok(()) => ok += 1,
+                                Err(Error::Full) => {
+                                    full += 1;
+                                    refused.push(i);
+                                }
+                                Err(e) => panic!("{e:?}"),
+                            }
+                            assert!(queue.waiting() <= 4, "over the bound");
+                        }
+                        (ok, full, refused)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let accepted: usize = tallies.iter().map(|t| t.0).sum();
+        let refused: usize = tallies.iter().map(|t| t.1).sum();
+        assert_eq!(accepted + refused, 201);
+        assert_eq!(accepted, 4, "the blocked task holds the width: exactly the bound waits");
+        assert_eq!(queue.waiting(), 4);
+        probe.gate.open(1);
+        queue.wait().unwrap();
+        // A place frees as tasks start: a refused job, untouched, is accepted now and runs once.
+        // SAFETY: refused, so queued nowhere; it outlives the wait below.
+        unsafe { queue.try_submit(task_of(&mut jobs, 1 + tallies[0].2[0])).unwrap() };
+        queue.wait().unwrap();
+        let ran = jobs.iter().filter(|j| j.runs.load(Ordering::SeqCst) == 1).count();
+        assert_eq!(ran, 1 + 4 + 1);
+        assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) <= 1));
+    });
+}
+
+/// Width 0 holds every task (none runs, however long) until widened; then all run in order.
+#[test]
+fn suspended_queue_holds_every_task_until_widened() {
+    watchdog("suspended", 30, || {
+        let pool = pool(2);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(50, &probe, |_| false);
+        let queue = Queue::new(&pool, QueueConfig::new(0)).unwrap();
+        for i in 0..jobs.len() {
+            // SAFETY: the jobs outlive the queue's wait below.
+            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+        }
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(probe.started.lock().unwrap().len(), 0);
+        assert_eq!(queue.waiting(), 50);
+        assert_eq!(queue.set_width(3), Err(Error::InvalidArgument), "above the pool's threads");
+        queue.set_width(1).unwrap();
+        queue.wait().unwrap();
+        assert_eq!(*probe.started.lock().unwrap(), (0..50).collect::<Vec<_>>());
+        assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
+    });
+}
+
+#[repr(C)]
+struct Waits {
+    task: Task,
+    queue: *const Queue<'static, pool::ThreadSpawner>,
+    result: Mutex<Option<Result<(), Error>>>,
+}
+
+unsafe extern "C" fn wait_inside(task: *mut Task) {
+    // SAFETY: the `task` of a live `Waits`, whose queue outlives its tasks.
+    let w = unsafe { &*container_of!(task, Waits, task) };
+    // SAFETY: as above.
+    let r = unsafe { (*w.queue).wait() };
+    *w.result.lock().unwrap() = Some(r);
+}
+
+/// `wait` from a task of the queue is refused (it would wait for itself), not a deadlock.
+#[test]
+fn wait_from_a_task_of_the_queue_is_refused() {
+    watchdog("wait inside", 30, || {
+        let pool: &'static ThreadPool<ThreadSpawner> = Box::leak(Box::new(pool(2)));
+        let queue = Queue::new(pool, QueueConfig::new(2)).unwrap();
+        let mut w = Waits { task: Task::new(wait_inside), queue: &queue, result: Mutex::new(None) };
+        let wp: *mut Waits = &mut w;
+        // SAFETY: `w` outlives the queue's wait below.
+        unsafe { queue.try_submit(NonNull::new_unchecked(&raw mut (*wp).task)).unwrap() };
+        queue.wait().unwrap();
+        assert_eq!(*w.result.lock().unwrap(), Some(Err(Error::InvalidArgument)));
+    });
+}
+
+static HANDED_BACK: AtomicUsize = AtomicUsize::new(0);
+unsafe extern "C" fn hand_back(_task: *mut Task) {
+    HANDED_BACK.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Drop hands waiting tasks to the cancel callback (none runs), or runs them in order when
+/// the queue has none; the running task finishes first.
+#[test]
+fn drop_hands_back_or_runs_waiting_tasks() {
+    watchdog("drop", 30, || {
+        let pool = pool(2);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(10, &probe, |i| i == 0);
+        let queue = Queue::new(&pool, QueueConfig::new(1).with_cancel(hand_back)).unwrap();
+        for i in 0..10 {
+            // SAFETY: the jobs outlive the queue's drop below.
+            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+        }
+        eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
+        probe.gate.open(1);
+        drop(queue);
+        assert_eq!(jobs[0].runs.load(Ordering::SeqCst), 1, "the running task finished first");
+        let ran = jobs.iter().filter(|j| j.runs.load(Ordering::SeqCst) == 1).count();
+        assert_eq!(ran + HANDED_BACK.load(Ordering::SeqCst), 10, "each once: run or handed back");
+
+        let probe = Arc::new(Probe::default());
+        let mut jobs = super_jobs(&probe);
+        let queue = Queue::new(&pool, QueueConfig::new(0)).unwrap();
+        for i in 0..10 {
+            // SAFETY: as above.
+            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+        }
+        drop(queue);
+        assert_eq!(*probe.started.lock().unwrap(), (0..10).collect::<Vec<_>>(), "run in order by the drop");
+    });
+}
+
+fn super_jobs(probe: &Arc<Probe>) -> Vec<Job> {
+    jobs(10, probe, |_| false)
+}
+
+/// A closure task that panics frees its width slot as one that returns: the serial queue
+/// goes on with the next.
+#[test]
+fn a_panicking_closure_frees_its_width_slot() {
+    watchdog("panic", 30, || {
+        let pool = pool(2);
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let after = Arc::new(AtomicUsize::new(0));
+        queue.spawn(|| panic!("a queue task's planned panic")).unwrap();
+        let a = after.clone();
+        queue.spawn(move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        queue.wait().unwrap();
+        assert_eq!(after.load(Ordering::SeqCst), 1);
+        assert_eq!(queue.running(), 0);
+        let with_cancel = Queue::new(&pool, QueueConfig::new(1).with_cancel(hand_back)).unwrap();
+        assert_eq!(with_cancel.spawn(|| ()), Err(Error::InvalidArgument));
+    });
+}
