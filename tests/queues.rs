@@ -344,10 +344,13 @@ unsafe extern "C" fn wait_inside(task: *mut Task) {
     let w = unsafe { &*container_of!(task, Waits, task) };
     // SAFETY: as above.
     let r = unsafe { (*w.queue).wait() };
-    *w.result.lock().unwrap() = Some(r);
+    // SAFETY: as above; refused before the task is read or queued.
+    let s = unsafe { (*w.queue).submit_timeout(NonNull::new_unchecked(task), None) };
+    *w.result.lock().unwrap() = Some(r.and(s));
 }
 
-/// `wait` from a task of the queue is refused (it would wait for itself), not a deadlock.
+/// `wait` and a blocking submit from a task of the queue are refused (they could wait for
+/// themselves), not a deadlock.
 #[test]
 fn wait_from_a_task_of_the_queue_is_refused() {
     watchdog("wait inside", 30, || {
@@ -422,5 +425,45 @@ fn a_panicking_closure_frees_its_width_slot() {
         assert_eq!(queue.running(), 0);
         let with_cancel = Queue::new(&pool, QueueConfig::new(1).with_cancel(hand_back)).unwrap();
         assert_eq!(with_cancel.spawn(|| ()), Err(Error::InvalidArgument));
+    });
+}
+
+/// A blocking submit to a full queue (bound 1, width 1, its running task blocked, one task
+/// waiting) times out with `Full` when no place frees, the task untouched; one without a
+/// timeout is woken when the waiting task starts and is accepted; each task runs once.
+#[test]
+fn blocking_submit_wakes_on_a_freed_place_and_times_out_otherwise() {
+    watchdog("blocking submit", 30, || {
+        let pool = pool(2);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(3, &probe, |i| i == 0);
+        let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(1)).unwrap();
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe { queue.try_submit(task_of(&mut jobs, 0)).unwrap() };
+        eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
+        // SAFETY: as above.
+        unsafe { queue.try_submit(task_of(&mut jobs, 1)).unwrap() };
+        let t0 = Instant::now();
+        // SAFETY: as above.
+        let r = unsafe { queue.submit_timeout(task_of(&mut jobs, 2), Some(Duration::from_millis(30))) };
+        assert_eq!(r, Err(Error::Full));
+        assert!(t0.elapsed() >= Duration::from_millis(30), "returned before its timeout");
+        let third = task_of(&mut jobs, 2).as_ptr() as usize;
+        let accepted = AtomicUsize::new(0);
+        thread::scope(|s| {
+            let (queue, accepted) = (&queue, &accepted);
+            s.spawn(move || {
+                // SAFETY: as above.
+                unsafe { queue.submit_timeout(NonNull::new(third as *mut Task).unwrap(), None).unwrap() };
+                accepted.store(1, Ordering::SeqCst);
+            });
+            thread::sleep(Duration::from_millis(20));
+            assert_eq!(accepted.load(Ordering::SeqCst), 0, "accepted while full");
+            probe.gate.open(1); // the first finishes, the second starts: a place frees
+        });
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        queue.wait().unwrap();
+        assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
+        assert_eq!(*probe.started.lock().unwrap(), vec![0, 1, 2]);
     });
 }

@@ -33,6 +33,9 @@ pub(super) struct State {
     pub(super) idle: Batch,
     /// Threads in [`Queue::wait`] or `Drop`, woken when the admission turns idle.
     pub(super) waiters: *const Waiter,
+    /// Submitters waiting for a place in a full queue (`Queue::submit_timeout`), one woken per
+    /// place freed.
+    pub(super) places: *const Waiter,
 }
 
 // SAFETY: the list, the idle runners and the waiter chain are pointers handed between threads
@@ -41,8 +44,14 @@ unsafe impl Send for State {}
 
 /// One waiting thread's node, on its own stack, linked while it waits.
 pub(super) struct Waiter {
-    signal: Signal,
+    pub(super) signal: Signal,
     next: Cell<*const Waiter>,
+}
+
+impl Waiter {
+    pub(super) fn new() -> Self {
+        Self { signal: Signal::new(), next: Cell::new(ptr::null()) }
+    }
 }
 
 /// The queue's one allocation (with its runner slots).
@@ -81,7 +90,7 @@ impl<S: Spawner> Inner<S> {
     /// Returns once the admission reads idle (a waiter registered under the lock is woken by
     /// the transition that makes it idle).
     pub(super) fn wait_idle(&self) {
-        let waiter = Waiter { signal: Signal::new(), next: Cell::new(ptr::null()) };
+        let waiter = Waiter::new();
         {
             let mut st = self.lock();
             if st.adm.is_idle() {
@@ -97,6 +106,48 @@ impl<S: Spawner> Inner<S> {
 impl State {
     pub(super) fn take_waiters(&mut self) -> *const Waiter {
         core::mem::replace(&mut self.waiters, ptr::null())
+    }
+
+    /// Links `place` into the place-waiter chain; it must stay valid until its signal is set
+    /// or [`unlink_place`](Self::unlink_place) removed it.
+    pub(super) fn register_place(&mut self, place: &Waiter) {
+        place.next.set(self.places);
+        self.places = place;
+    }
+
+    /// One place-waiter, taken off the chain (a chain of one for [`wake`]), or null.
+    pub(super) fn take_place(&mut self) -> *const Waiter {
+        let head = self.places;
+        if !head.is_null() {
+            // SAFETY: a registered node lives until it is set or unlinked (register_place).
+            unsafe {
+                self.places = (*head).next.get();
+                (*head).next.set(ptr::null());
+            }
+        }
+        head
+    }
+
+    /// Unlinks `place` if it is still in the chain: whether it was.
+    pub(super) fn unlink_place(&mut self, place: &Waiter) -> bool {
+        let mut cur = self.places;
+        let mut prev: *const Waiter = ptr::null();
+        while !cur.is_null() {
+            // SAFETY: registered nodes live until set or unlinked.
+            let next = unsafe { (*cur).next.get() };
+            if ptr::eq(cur, place) {
+                if prev.is_null() {
+                    self.places = next;
+                } else {
+                    // SAFETY: as above.
+                    unsafe { (*prev).next.set(next) };
+                }
+                return true;
+            }
+            prev = cur;
+            cur = next;
+        }
+        false
     }
 }
 
@@ -163,7 +214,7 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
             let mut st = unsafe { (*queue).lock() };
             let step = st.adm.take(finished, left > 0);
             match step {
-                Step::Run => (step, st.waiting.pop(), ptr::null()),
+                Step::Run => (step, st.waiting.pop(), st.take_place()),
                 Step::Yield => (step, None, ptr::null()),
                 Step::End { idle } => {
                     // SAFETY: this runner's task is its callback's until handed on: now to
@@ -175,6 +226,8 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
         };
         match step {
             Step::Run => {
+                // SAFETY: taken from the place chain under the lock (a place freed), set once.
+                unsafe { wake(waiters) };
                 let next = next.expect("a waiting task behind every Run");
                 // SAFETY: still counted (running): the queue is alive; the slot is ours.
                 let worker = unsafe { &(*runner).worker };

@@ -30,6 +30,9 @@
 mod admission;
 mod inner;
 mod list;
+mod submit;
+#[cfg(all(test, loom))]
+mod loom;
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -155,7 +158,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
         if config.width > slots {
             return Err(Error::InvalidArgument);
         }
-        let state = State { adm: Admission::new(config.width, config.bound), waiting: List::new(), idle: Batch::new(), waiters: ptr::null() };
+        let state = State { adm: Admission::new(config.width, config.bound), waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null() };
         let inner = try_box(Inner { pool: NonNull::from(pool), state: TryLock::new(state), cancel: config.cancel, runners: Box::new([]) })?;
         let inner = NonNull::from(Box::leak(inner));
         // SAFETY: `inner` was just leaked and is ours alone; the runners point back to it.
@@ -180,43 +183,6 @@ impl<'a, S: Spawner> Queue<'a, S> {
     fn inner(&self) -> &Inner<S> {
         // SAFETY: freed only by `Drop` (module invariants).
         unsafe { self.inner.as_ref() }
-    }
-
-    /// Submits `task` without blocking.
-    ///
-    /// # Errors
-    /// [`Error::Full`] when `bound` tasks wait already; [`Error::Shutdown`], [`Error::Spawn`]
-    /// or [`Error::Forked`] when the pool refused the runner the task needed. On error the
-    /// task was not queued and is still the caller's. (A task accepted while the pool refuses
-    /// work, behind another one's runner, waits until the queue's drop hands it back.)
-    ///
-    /// # Safety
-    /// As [`ThreadPool::submit`]: `task` is valid, has a callback, is queued nowhere, and stays
-    /// valid and unmoved until its callback has started or it was cancelled.
-    pub unsafe fn try_submit(&self, task: NonNull<Task>) -> Result<(), Error> {
-        let inner = self.inner();
-        let runner = {
-            let mut st = inner.lock();
-            let grew = st.adm.submit().map_err(|()| Error::Full)?;
-            // SAFETY: the caller's contract.
-            unsafe { st.waiting.push(task) };
-            if grew { st.idle.pop() } else { None }
-        };
-        let Some(runner) = runner else { return Ok(()) };
-        // SAFETY: an idle runner's task is ours to submit; it stays valid while counted.
-        let Err(e) = (unsafe { inner.pool().submit(runner) }) else { return Ok(()) };
-        let (removed, waiters) = {
-            let mut st = inner.lock();
-            // SAFETY: the runner came back unsubmitted.
-            unsafe { st.idle.push(runner) };
-            let idle = st.adm.refused();
-            let removed = st.waiting.remove(task);
-            let idle = if removed { st.adm.remove(1) } else { idle };
-            (removed, if idle { st.take_waiters() } else { ptr::null() })
-        };
-        // SAFETY: taken from the chain under the lock, each set once.
-        unsafe { wake(waiters) };
-        if removed { Err(e) } else { Ok(()) }
     }
 
     /// Submits a closure (one allocation, as [`ThreadPool::spawn`]). A panic in `f` is caught
@@ -256,10 +222,14 @@ impl<'a, S: Spawner> Queue<'a, S> {
             if !st.waiting.remove(task) {
                 return Err(Error::Busy);
             }
-            if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }
+            let place = st.take_place();
+            (if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }, place)
         };
-        // SAFETY: taken from the chain under the lock, each set once.
-        unsafe { wake(waiters) };
+        // SAFETY: taken from their chains under the lock, each set once.
+        unsafe {
+            wake(waiters.0);
+            wake(waiters.1);
+        }
         Ok(())
     }
 

@@ -1,0 +1,86 @@
+//! Loom models of a queue's admission on a whole one-thread pool (`crate::loom::LoomSpawner`):
+//! a finishing task releasing its width slot racing a submit never strands a task and never
+//! runs two at once; a cancel racing the task's start gives exactly one outcome.
+//!
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
+//! target/loom --lib queues::loom`.
+
+use core::ptr::NonNull;
+
+use std::boxed::Box;
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{Queue, QueueConfig};
+use crate::loom::{model, LoomSpawner};
+use crate::{container_of, Config, Error, Task, ThreadPool};
+
+#[repr(C)]
+struct Job {
+    task: Task,
+    runs: AtomicUsize,
+    active: &'static AtomicUsize,
+}
+
+unsafe extern "C" fn run(task: *mut Task) {
+    // SAFETY: every task with this callback is the `task` of a live `Job`.
+    let job = unsafe { &*container_of!(task, Job, task) };
+    assert_eq!(job.active.fetch_add(1, Ordering::SeqCst), 0, "two tasks of a serial queue at once");
+    job.runs.fetch_add(1, Ordering::SeqCst);
+    job.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn job(active: &'static AtomicUsize) -> Box<Job> {
+    Box::new(Job { task: Task::new(run), runs: AtomicUsize::new(0), active })
+}
+
+fn task(job: &mut Box<Job>) -> NonNull<Task> {
+    let job: *mut Job = &mut **job;
+    // SAFETY: the field pointer is derived from the whole live job.
+    unsafe { NonNull::new_unchecked(&raw mut (*job).task) }
+}
+
+fn pool() -> ThreadPool<LoomSpawner> {
+    ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, LoomSpawner::new()).unwrap()
+}
+
+#[test]
+fn finish_racing_submit_strands_nothing() {
+    model("queues_finish_racing_submit", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let (mut a, mut b) = (job(active), job(active));
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe {
+            queue.try_submit(task(&mut a)).unwrap();
+            queue.try_submit(task(&mut b)).unwrap();
+        }
+        queue.wait().unwrap();
+        assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
+        drop(queue);
+        pool.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn cancel_racing_start_has_one_outcome() {
+    model("queues_cancel_racing_start", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let mut a = job(active);
+        // SAFETY: the job outlives the queue's wait below.
+        unsafe { queue.try_submit(task(&mut a)).unwrap() };
+        let cancelled = queue.cancel(task(&mut a));
+        queue.wait().unwrap();
+        let runs = a.runs.load(Ordering::SeqCst);
+        match cancelled {
+            Ok(()) => assert_eq!(runs, 0, "cancelled, yet it ran"),
+            Err(Error::Busy) => assert_eq!(runs, 1, "not cancelled, yet it never ran"),
+            Err(e) => panic!("{e:?}"),
+        }
+        drop(queue);
+        pool.shutdown().unwrap();
+    });
+}

@@ -1,0 +1,132 @@
+//! Submitting to a [`Queue`]: without blocking ([`Queue::try_submit`]), or waiting for a place
+//! in a bounded queue ([`Queue::submit_timeout`]).
+//!
+//! A submitter that finds the queue full registers a node on its own stack in the queue's
+//! place-waiter chain, under the same lock section that found it full, so no freed place is
+//! missed: each place freed (a task starting, a cancel) takes one node off the chain under the
+//! lock and sets its signal after the unlock. A submitter whose deadline passes unlinks its
+//! node under the lock; if a waker took it first, it waits for that set (the node must live
+//! until then) and tries once more.
+
+use core::ptr::{self, NonNull};
+use core::time::Duration;
+
+use super::inner::{wake, Waiter};
+use super::Queue;
+use crate::error::Error;
+use crate::platform::Spawner;
+use crate::scheduler::job::Until;
+use crate::task::Task;
+
+impl<S: Spawner> Queue<'_, S> {
+    /// Submits `task` without blocking.
+    ///
+    /// # Errors
+    /// [`Error::Full`] when `bound` tasks wait already; [`Error::Shutdown`], [`Error::Spawn`]
+    /// or [`Error::Forked`] when the pool refused the runner the task needed. On error the
+    /// task was not queued and is still the caller's. (A task accepted while the pool refuses
+    /// work, behind another one's runner, waits until the queue's drop hands it back.)
+    ///
+    /// # Safety
+    /// As [`ThreadPool::submit`](crate::ThreadPool::submit): `task` is valid, has a callback, is
+    /// queued nowhere, and stays valid and unmoved until its callback has started or it was
+    /// cancelled.
+    pub unsafe fn try_submit(&self, task: NonNull<Task>) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        unsafe { self.submit_or_register(task, None) }
+    }
+
+    /// Submits `task`, waiting while the queue is full until a place frees (a waiting task
+    /// starts or is cancelled; woken by it, never by polling) or `timeout` passes (`None`: no
+    /// limit; zero: as [`try_submit`](Self::try_submit)). On one of the pool's workers it waits
+    /// through the pool's waiting loop (runs other work meanwhile); elsewhere it parks.
+    ///
+    /// # Errors
+    /// As [`try_submit`](Self::try_submit), [`Error::Full`] once the timeout passed;
+    /// [`Error::InvalidArgument`] from a task of this queue (it could wait for itself), or for
+    /// a finite non-zero timeout on a platform without a clock (`Spawner::now_ns`).
+    ///
+    /// # Safety
+    /// As [`try_submit`](Self::try_submit).
+    pub unsafe fn submit_timeout(&self, task: NonNull<Task>, timeout: Option<Duration>) -> Result<(), Error> {
+        let inner = self.inner();
+        if timeout == Some(Duration::ZERO) {
+            // SAFETY: forwarded contract.
+            return unsafe { self.try_submit(task) };
+        }
+        if inner.on_own_task() {
+            return Err(Error::InvalidArgument);
+        }
+        let spawner = inner.pool().spawner();
+        let deadline = match timeout {
+            None => None,
+            Some(t) => {
+                let now = spawner.now_ns().ok_or(Error::InvalidArgument)?;
+                Some(now.saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)))
+            }
+        };
+        loop {
+            let place = Waiter::new();
+            // SAFETY: forwarded contract; `place` outlives its registration (below).
+            match unsafe { self.submit_or_register(task, Some(&place)) } {
+                Err(Error::Full) => {}
+                done => return done,
+            }
+            if inner.pool().wait_until(Until { signal: &place.signal, thief: None, deadline }) {
+                continue;
+            }
+            if inner.lock().unlink_place(&place) {
+                return Err(Error::Full);
+            }
+            // A waker took the node: it sets the signal soon, and the place is ours to try.
+            inner.pool().wait_for(&place.signal);
+            // SAFETY: forwarded contract.
+            return unsafe { self.try_submit(task) };
+        }
+    }
+
+    /// Admits `task` or, full, registers `place` (if any) in the place-waiter chain; then
+    /// submits the runner the task needs, undoing the admission if the pool refuses it.
+    ///
+    /// # Safety
+    /// As [`try_submit`](Self::try_submit); `place` stays valid until its signal is set or it
+    /// is unlinked.
+    unsafe fn submit_or_register(&self, task: NonNull<Task>, place: Option<&Waiter>) -> Result<(), Error> {
+        let inner = self.inner();
+        let runner = {
+            let mut st = inner.lock();
+            let Ok(grew) = st.adm.submit() else {
+                if let Some(place) = place {
+                    st.register_place(place);
+                }
+                return Err(Error::Full);
+            };
+            // SAFETY: the caller's contract.
+            unsafe { st.waiting.push(task) };
+            if grew {
+                Some(st.idle.pop().expect("a runner slot for each unit of width"))
+            } else {
+                None
+            }
+        };
+        let Some(runner) = runner else { return Ok(()) };
+        // SAFETY: an idle runner's task is ours to submit; it stays valid while counted.
+        let Err(e) = (unsafe { inner.pool().submit(runner) }) else { return Ok(()) };
+        let (removed, waiters, place) = {
+            let mut st = inner.lock();
+            // SAFETY: the runner came back unsubmitted.
+            unsafe { st.idle.push(runner) };
+            let idle = st.adm.refused();
+            let removed = st.waiting.remove(task);
+            let idle = if removed { st.adm.remove(1) } else { idle };
+            let place = if removed { st.take_place() } else { ptr::null() };
+            (removed, if idle { st.take_waiters() } else { ptr::null() }, place)
+        };
+        // SAFETY: taken from their chains under the lock, each set once.
+        unsafe {
+            wake(waiters);
+            wake(place);
+        }
+        if removed { Err(e) } else { Ok(()) }
+    }
+}
