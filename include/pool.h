@@ -99,6 +99,12 @@
 #define POOL_NO_TIMEOUT UINT64_MAX
 
 /**
+ * Words in a `struct pool_queue`: room for the core queue (one pointer) and for growth
+ * without changing the C ABI.
+ */
+#define POOL_QUEUE_WORDS 4
+
+/**
  * Words of reserved space at the end of every struct the caller allocates and the library
  * reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
  * `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
@@ -533,6 +539,19 @@ struct pool_latch {
 };
 
 /**
+ * A queue of tasks on a pool's threads: FIFO start, at most `width` at once, an optional
+ * bound on waiting tasks, cancel before start. Treat as opaque; initialise with
+ * `pool_queue_init`. Caller-owned; it must not move between `pool_queue_init` and the return
+ * of `pool_queue_destroy`.
+ */
+struct pool_queue {
+  /**
+   * Private storage.
+   */
+  uint64_t opaque[POOL_QUEUE_WORDS];
+};
+
+/**
  * An I/O driver provided by the host (an event loop: epoll, kqueue, an RTOS event group).
  * Every function pointer must be non-NULL. The pool calls `poll` at its workers' tick ends and
  * `park` when one idle worker blocks in the driver instead of its parker, never two of them at
@@ -811,6 +830,63 @@ int pool_parallel_for(struct pool *pool,
  * NULL: no-op.
  */
 void pool_platform_init(struct pool_platform *platform);
+
+/**
+ * Cancels `task` if it is waiting in `queue`: it will never run, the queue keeps no
+ * reference to it (free it at once) and its place in the bound frees. POOL_ERR_BUSY when it
+ * is not waiting there: it has started (it runs or ran exactly once), was cancelled already,
+ * or was never submitted to this queue (the queue reads only the tasks in its own list,
+ * never `task`, so it cannot tell these apart). POOL_ERR_INVALID for NULL.
+ */
+int pool_queue_cancel(struct pool_queue *queue, struct task *task);
+
+/**
+ * Destroys `queue`: tasks still waiting are handed to its cancel callback (or run here, in
+ * order, without one) once the running ones have finished. POOL_ERR_INVALID for NULL, or from
+ * a task of this queue (nothing changed).
+ */
+int pool_queue_destroy(struct pool_queue *queue);
+
+/**
+ * Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
+ * `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
+ * unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
+ * they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
+ * pool or a width above the pool's `max_threads`, POOL_ERR_NOMEM (nothing allocated).
+ */
+int pool_queue_init(struct pool_queue *queue,
+                    struct pool *pool,
+                    size_t width,
+                    size_t bound,
+                    void (*cancel)(struct task *task));
+
+/**
+ * Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running
+ * tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
+ */
+int pool_queue_set_width(struct pool_queue *queue, size_t width);
+
+/**
+ * Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was
+ * cancelled. POOL_ERR_FULL when `bound` tasks wait (the task untouched, still the caller's);
+ * POOL_ERR_SHUTDOWN / POOL_ERR_SPAWN / POOL_ERR_FORKED when the pool refused it;
+ * POOL_ERR_INVALID for a NULL queue, task or callback.
+ */
+int pool_queue_submit(struct pool_queue *queue, struct task *task);
+
+/**
+ * As `pool_queue_submit`, waiting while the queue is full until a place frees or
+ * `timeout_ns` nanoseconds pass (negative: no limit; 0: do not wait): POOL_ERR_FULL then.
+ * On one of the pool's threads it runs other work while it waits. POOL_ERR_INVALID from a
+ * task of this queue (it could wait for itself).
+ */
+int pool_queue_submit_timeout(struct pool_queue *queue, struct task *task, int64_t timeout_ns);
+
+/**
+ * Waits until every task submitted to `queue` so far has finished or been cancelled (it
+ * returns when the queue is idle). POOL_ERR_INVALID for NULL, or from a task of this queue.
+ */
+int pool_queue_wait(struct pool_queue *queue);
 
 /**
  * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL

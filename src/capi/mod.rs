@@ -37,3 +37,5 @@ mod config;
 pub use config::*;
 mod pool;
 pub use pool::*;
+mod queue;
+pub use queue::*;

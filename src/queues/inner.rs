@@ -10,6 +10,7 @@
 //! waiters it took, whose nodes are on their own threads' stacks.
 
 use core::cell::Cell;
+use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
@@ -56,7 +57,10 @@ impl Waiter {
 
 /// The queue's one allocation (with its runner slots).
 pub(crate) struct Inner<S: Spawner> {
-    pub(super) pool: NonNull<ThreadPool<S>>,
+    /// A copy of the pool's handle that never frees the pool (the handle is a pointer to the
+    /// pool's state, so the copy does not depend on where the caller keeps its handle: a C
+    /// host's handle is made per call).
+    pub(super) pool: ManuallyDrop<ThreadPool<S>>,
     pub(super) state: TryLock<State>,
     pub(super) cancel: Option<Callback>,
     pub(super) runners: Box<[Runner<S>]>,
@@ -64,10 +68,9 @@ pub(crate) struct Inner<S: Spawner> {
 
 
 impl<S: Spawner> Inner<S> {
+    /// The pool: alive while the queue is (`Queue<'a, S>` borrows it; the C API's contract).
     pub(super) fn pool(&self) -> &ThreadPool<S> {
-        // SAFETY: the queue borrows the pool for its whole life (`Queue<'a, S>`), and the
-        // allocation is freed before the queue's drop returns.
-        unsafe { self.pool.as_ref() }
+        &self.pool
     }
 
     /// The lock: short sections (list and counts) only; a holder preempted meanwhile is

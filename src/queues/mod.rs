@@ -159,7 +159,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
             return Err(Error::InvalidArgument);
         }
         let state = State { adm: Admission::new(config.width, config.bound), waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null() };
-        let inner = try_box(Inner { pool: NonNull::from(pool), state: TryLock::new(state), cancel: config.cancel, runners: Box::new([]) })?;
+        let inner = try_box(Inner { pool: core::mem::ManuallyDrop::new(ThreadPool { inner: pool.inner }), state: TryLock::new(state), cancel: config.cancel, runners: Box::new([]) })?;
         let inner = NonNull::from(Box::leak(inner));
         // SAFETY: `inner` was just leaked and is ours alone; the runners point back to it.
         unsafe {
@@ -178,6 +178,42 @@ impl<'a, S: Spawner> Queue<'a, S> {
             }
         }
         Ok(Self { inner, _pool: PhantomData })
+    }
+
+    /// A queue whose pool the caller keeps alive by contract, not by a borrow (the C API).
+    ///
+    /// # Safety
+    /// `pool`'s state outlives the queue (the queue is dropped first).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn new_detached(pool: &ThreadPool<S>, config: QueueConfig) -> Result<Queue<'static, S>, Error> {
+        let queue = Queue::new(pool, config)?;
+        let inner = queue.inner;
+        core::mem::forget(queue);
+        Ok(Queue { inner, _pool: PhantomData })
+    }
+
+    /// The queue as a pointer, for a C `struct pool_queue` (undone by [`from_raw`](Self::from_raw)).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn into_raw(self) -> *mut () {
+        let ptr = self.inner.as_ptr().cast::<()>();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// # Safety
+    /// `ptr` came from [`into_raw`](Self::into_raw) and is taken back once (or borrowed
+    /// through a `ManuallyDrop`).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) }, _pool: PhantomData }
+    }
+
+    /// Whether the calling thread is inside one of this queue's tasks (on a pool worker): a
+    /// destroy from there is refused (the C API) or panics (`Drop`).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn in_own_task(&self) -> bool {
+        self.inner().on_own_task()
     }
 
     fn inner(&self) -> &Inner<S> {

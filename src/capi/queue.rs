@@ -1,0 +1,204 @@
+//! Queues for C hosts: `struct pool_queue`, caller-allocated and of fixed size, with
+//! `pool_queue_init` / `_submit` / `_submit_timeout` / `_cancel` / `_set_width` / `_wait` /
+//! `_destroy`: the core [`Queue`] (one pointer to its allocation) stored in place.
+//!
+//! Contract: a queue is initialised once on a live `struct pool` and destroyed before that
+//! pool is (a pool destroyed first leaves the queue's runners pointing at freed memory:
+//! undefined, as using any destroyed pool); no call may race `pool_queue_destroy`; after it
+//! returns the struct may be freed or initialised again.
+
+use core::ffi::c_int;
+use core::mem::{align_of, size_of, ManuallyDrop};
+use core::ptr::NonNull;
+use core::time::Duration;
+
+use super::pool::{borrow, CPool, Pool};
+use super::status::{boundary, pool_status::*, status};
+use super::task::{checked_task, CTask};
+use crate::queues::{Queue, QueueConfig};
+use crate::task::Callback;
+
+/// Words in a `struct pool_queue`: room for the core queue (one pointer) and for growth
+/// without changing the C ABI.
+pub const POOL_QUEUE_WORDS: usize = 4;
+
+/// A queue of tasks on a pool's threads: FIFO start, at most `width` at once, an optional
+/// bound on waiting tasks, cancel before start. Treat as opaque; initialise with
+/// `pool_queue_init`. Caller-owned; it must not move between `pool_queue_init` and the return
+/// of `pool_queue_destroy`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PoolQueue {
+    /// Private storage.
+    pub opaque: [u64; POOL_QUEUE_WORDS],
+}
+
+type CQueue = Queue<'static, super::platform::CSpawner>;
+
+static_assertions::const_assert!(size_of::<CQueue>() <= size_of::<PoolQueue>());
+static_assertions::const_assert!(align_of::<CQueue>() <= align_of::<PoolQueue>());
+
+/// The core queue in a C one, not owned.
+///
+/// # Safety
+/// `queue` was initialised by `pool_queue_init` and not destroyed.
+unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
+    // SAFETY: `pool_queue_init` wrote `into_raw`'s pointer into the first word.
+    ManuallyDrop::new(unsafe { CQueue::from_raw(queue.as_ptr().cast::<*mut ()>().read()) })
+}
+
+/// Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
+/// `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
+/// unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
+/// they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
+/// pool or a width above the pool's `max_threads`, POOL_ERR_NOMEM (nothing allocated).
+#[no_mangle]
+pub extern "C" fn pool_queue_init(
+    queue: *mut PoolQueue,
+    pool: *mut Pool,
+    width: usize,
+    bound: usize,
+    cancel: Option<unsafe extern "C" fn(task: *mut CTask)>,
+) -> c_int {
+    boundary(|| {
+        let (Some(queue), Some(pool)) = (NonNull::new(queue), NonNull::new(pool)) else { return POOL_ERR_INVALID };
+        let mut config = QueueConfig::new(width).with_bound(bound);
+        if let Some(cancel) = cancel {
+            // SAFETY: `struct task` is `Task` (layout asserted in `task.rs`), so the two
+            // function pointer types have the same ABI.
+            let cancel: Callback = unsafe { core::mem::transmute::<unsafe extern "C" fn(*mut CTask), Callback>(cancel) };
+            config = config.with_cancel(cancel);
+        }
+        // SAFETY: `pool` is live and outlives the queue (pool.h contract).
+        let pool: ManuallyDrop<CPool> = unsafe { borrow(pool) };
+        // SAFETY: as above.
+        match unsafe { CQueue::new_detached(&pool, config) } {
+            // SAFETY: non-null and writable, large and aligned enough (asserted above).
+            Ok(q) => unsafe { queue.as_ptr().cast::<*mut ()>().write(q.into_raw()) },
+            Err(e) => return status(Err(e)),
+        }
+        POOL_OK
+    })
+}
+
+/// Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was
+/// cancelled. POOL_ERR_FULL when `bound` tasks wait (the task untouched, still the caller's);
+/// POOL_ERR_SHUTDOWN / POOL_ERR_SPAWN / POOL_ERR_FORKED when the pool refused it;
+/// POOL_ERR_INVALID for a NULL queue, task or callback.
+#[no_mangle]
+pub extern "C" fn pool_queue_submit(queue: *mut PoolQueue, task: *mut CTask) -> c_int {
+    boundary(|| {
+        let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
+        let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract); the task was checked.
+        status(unsafe { core_queue(queue).try_submit(task) })
+    })
+}
+
+/// As `pool_queue_submit`, waiting while the queue is full until a place frees or
+/// `timeout_ns` nanoseconds pass (negative: no limit; 0: do not wait): POOL_ERR_FULL then.
+/// On one of the pool's threads it runs other work while it waits. POOL_ERR_INVALID from a
+/// task of this queue (it could wait for itself).
+#[no_mangle]
+pub extern "C" fn pool_queue_submit_timeout(queue: *mut PoolQueue, task: *mut CTask, timeout_ns: i64) -> c_int {
+    boundary(|| {
+        let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
+        let Some(task) = checked_task(task) else { return POOL_ERR_INVALID };
+        let timeout = u64::try_from(timeout_ns).ok().map(Duration::from_nanos);
+        // SAFETY: an initialised queue (pool.h contract); the task was checked.
+        status(unsafe { core_queue(queue).submit_timeout(task, timeout) })
+    })
+}
+
+/// Cancels `task` if it is waiting in `queue`: it will never run, the queue keeps no
+/// reference to it (free it at once) and its place in the bound frees. POOL_ERR_BUSY when it
+/// is not waiting there: it has started (it runs or ran exactly once), was cancelled already,
+/// or was never submitted to this queue (the queue reads only the tasks in its own list,
+/// never `task`, so it cannot tell these apart). POOL_ERR_INVALID for NULL.
+#[no_mangle]
+pub extern "C" fn pool_queue_cancel(queue: *mut PoolQueue, task: *mut CTask) -> c_int {
+    boundary(|| {
+        let (Some(queue), Some(task)) = (NonNull::new(queue), NonNull::new(task)) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract); `task` is compared, never read.
+        status(unsafe { core_queue(queue).cancel(task.cast()) })
+    })
+}
+
+/// Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running
+/// tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
+#[no_mangle]
+pub extern "C" fn pool_queue_set_width(queue: *mut PoolQueue, width: usize) -> c_int {
+    boundary(|| {
+        let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract).
+        status(unsafe { core_queue(queue) }.set_width(width))
+    })
+}
+
+/// Waits until every task submitted to `queue` so far has finished or been cancelled (it
+/// returns when the queue is idle). POOL_ERR_INVALID for NULL, or from a task of this queue.
+#[no_mangle]
+pub extern "C" fn pool_queue_wait(queue: *mut PoolQueue) -> c_int {
+    boundary(|| {
+        let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract).
+        status(unsafe { core_queue(queue) }.wait())
+    })
+}
+
+/// Destroys `queue`: tasks still waiting are handed to its cancel callback (or run here, in
+/// order, without one) once the running ones have finished. POOL_ERR_INVALID for NULL, or from
+/// a task of this queue (nothing changed).
+#[no_mangle]
+pub extern "C" fn pool_queue_destroy(queue: *mut PoolQueue) -> c_int {
+    boundary(|| {
+        let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract).
+        let q = unsafe { core_queue(queue) };
+        if q.in_own_task() {
+            return POOL_ERR_INVALID;
+        }
+        drop(ManuallyDrop::into_inner(q));
+        POOL_OK
+    })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::capi::{pool_config_init, pool_create, pool_destroy, PoolConfig};
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn count(_: *mut CTask) {
+        RAN.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn c_queue_runs_cancels_and_destroys() {
+        let mut config = core::mem::MaybeUninit::<PoolConfig>::uninit();
+        pool_config_init(config.as_mut_ptr());
+        // SAFETY: initialised above.
+        let mut config = unsafe { config.assume_init() };
+        config.max_threads = 2;
+        let mut pool: *mut Pool = core::ptr::null_mut();
+        assert_eq!(pool_create(&config, &mut pool), 0);
+        let mut q = PoolQueue { opaque: [0; POOL_QUEUE_WORDS] };
+        assert_eq!(pool_queue_init(&mut q, pool, 3, 0, None), POOL_ERR_INVALID as c_int);
+        assert_eq!(pool_queue_init(&mut q, pool, 0, 2, None), 0);
+        let mut tasks: std::vec::Vec<CTask> = (0..3).map(|_| CTask { next: core::ptr::null_mut(), callback: Some(count) }).collect();
+        let p: std::vec::Vec<*mut CTask> = tasks.iter_mut().map(|t| t as *mut CTask).collect();
+        assert_eq!(pool_queue_submit(&mut q, p[0]), 0);
+        assert_eq!(pool_queue_submit(&mut q, p[1]), 0);
+        assert_eq!(pool_queue_submit(&mut q, p[2]), POOL_ERR_FULL as c_int);
+        assert_eq!(pool_queue_submit_timeout(&mut q, p[2], 1_000_000), POOL_ERR_FULL as c_int);
+        assert_eq!(pool_queue_cancel(&mut q, p[1]), 0);
+        assert_eq!(pool_queue_cancel(&mut q, p[1]), POOL_ERR_BUSY as c_int);
+        assert_eq!(pool_queue_set_width(&mut q, 1), 0);
+        assert_eq!(pool_queue_wait(&mut q), 0);
+        assert_eq!(RAN.load(Ordering::SeqCst), 1);
+        assert_eq!(pool_queue_destroy(&mut q), 0);
+        pool_destroy(pool); // after its queue
+
+    }
+}
