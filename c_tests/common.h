@@ -96,6 +96,7 @@ static inline const char *status_name(int status)
     case POOL_ERR_STARTED: return "POOL_ERR_STARTED";
     case POOL_ERR_FORKED: return "POOL_ERR_FORKED";
     case POOL_ERR_FULL: return "POOL_ERR_FULL";
+    case POOL_ERR_BUSY: return "POOL_ERR_BUSY";
     default: return "(unknown status)";
     }
 }

@@ -1,0 +1,159 @@
+/*
+ * queue.c: `struct pool_queue` from C, as a program replacing its own FIFO pool would use it.
+ *
+ *   1. bad input: NULL queue / pool / task give POOL_ERR_INVALID, a width above the pool's
+ *      threads too; the struct has its fixed size;
+ *   2. a serial queue (width 1) on a pool of 4: 2,000 tasks start strictly in order, one at
+ *      a time, each once;
+ *   3. the blockers-then-quick scenario on a width-4 queue of a pool of 4: 4 blockers, then
+ *      16 quick tasks (malloc'd); no quick task starts while the blockers block; cancelling
+ *      all 16 succeeds and each is freed at once (ASan / valgrind: no use after free); a
+ *      second cancel is POOL_ERR_BUSY; none of them runs;
+ *   4. a bounded queue (bound 2): POOL_ERR_FULL with the task untouched, a timed submit
+ *      that times out, and destroy handing the waiting tasks to the cancel callback.
+ *
+ * A 60 s watchdog turns a hang into exit status 2.
+ */
+#include "common.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(struct pool_queue) == POOL_QUEUE_WORDS * sizeof(uint64_t), "fixed-size queue");
+
+struct job {
+    struct task task;
+    int n;
+    int blocks;
+    atomic_int runs;
+};
+
+static atomic_int next_start;
+static atomic_int active;
+static atomic_int max_active;
+static atomic_int out_of_order;
+static atomic_int release;
+static atomic_int started;
+static atomic_int handed_back;
+
+static void job_run(struct task *task)
+{
+    struct job *job = container_of(task, struct job, task);
+    int now = atomic_fetch_add(&active, 1) + 1;
+    int max = atomic_load(&max_active);
+    while (now > max && !atomic_compare_exchange_weak(&max_active, &max, now)) {
+    }
+    atomic_fetch_add(&started, 1);
+    if (job->n >= 0 && atomic_fetch_add(&next_start, 1) != job->n)
+        atomic_fetch_add(&out_of_order, 1);
+    while (job->blocks && !atomic_load(&release))
+        sleep_us(100);
+    atomic_fetch_add(&job->runs, 1);
+    atomic_fetch_sub(&active, 1);
+}
+
+static void job_cancel(struct task *task)
+{
+    (void)task;
+    atomic_fetch_add(&handed_back, 1);
+}
+
+static int started_is(void *ctx)
+{
+    return atomic_load(&started) == *(int *)ctx;
+}
+
+static void report_started(void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "started: %d\n", atomic_load(&started));
+}
+
+int main(void)
+{
+    test_watchdog_start(60);
+    struct pool_config config;
+    pool_config_init(&config);
+    config.max_threads = 4;
+    struct pool *pool = NULL;
+    CHECK_STATUS(pool_create(&config, &pool), POOL_OK, "pool_create");
+    struct pool_queue q;
+    struct job one = { .task = { .callback = job_run }, .n = -1 };
+
+    /* 1. bad input */
+    CHECK_STATUS(pool_queue_init(NULL, pool, 1, 0, NULL), POOL_ERR_INVALID, "init(NULL queue)");
+    CHECK_STATUS(pool_queue_init(&q, NULL, 1, 0, NULL), POOL_ERR_INVALID, "init(NULL pool)");
+    CHECK_STATUS(pool_queue_init(&q, pool, 5, 0, NULL), POOL_ERR_INVALID, "init(width 5 on 4 threads)");
+    CHECK_STATUS(pool_queue_init(&q, pool, 1, 0, NULL), POOL_OK, "init");
+    CHECK_STATUS(pool_queue_submit(&q, NULL), POOL_ERR_INVALID, "submit(NULL)");
+    CHECK_STATUS(pool_queue_cancel(&q, &one.task), POOL_ERR_BUSY, "cancel(never submitted)");
+
+    /* 2. serial order */
+    size_t n = scaled(2000, 100);
+    struct job *jobs = calloc(n, sizeof *jobs);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].task.callback = job_run;
+        jobs[i].n = (int)i;
+        CHECK_STATUS(pool_queue_submit(&q, &jobs[i].task), POOL_OK, i == 0 ? "serial submit" : NULL);
+    }
+    CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait");
+    int once = 1;
+    for (size_t i = 0; i < n; i++)
+        once &= atomic_load(&jobs[i].runs) == 1;
+    CHECK(once, "each serial task ran once");
+    CHECK_EQ(atomic_load(&out_of_order), 0, "serial tasks started out of order");
+    CHECK_EQ(atomic_load(&max_active), 1, "serial queue: one at a time");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
+    free(jobs);
+
+    /* 3. blockers then quick tasks, cancelled and freed at once */
+    atomic_store(&max_active, 0);
+    atomic_store(&started, 0);
+    CHECK_STATUS(pool_queue_init(&q, pool, 4, 0, NULL), POOL_OK, "init width 4");
+    struct job blockers[4];
+    for (int i = 0; i < 4; i++) {
+        blockers[i] = (struct job){ .task = { .callback = job_run }, .n = -1, .blocks = 1 };
+        pool_queue_submit(&q, &blockers[i].task);
+    }
+    struct job *quick[16];
+    for (int i = 0; i < 16; i++) {
+        quick[i] = calloc(1, sizeof *quick[i]);
+        quick[i]->task.callback = job_run;
+        quick[i]->n = -1;
+        pool_queue_submit(&q, &quick[i]->task);
+    }
+    int four = 4;
+    wait_until(started_is, &four, report_started, "4 blockers started");
+    sleep_us(2000);
+    CHECK_EQ(atomic_load(&started), 4, "only the blockers started");
+    int cancelled = 0;
+    for (int i = 0; i < 16; i++) {
+        struct task *t = &quick[i]->task;
+        cancelled += pool_queue_cancel(&q, t) == POOL_OK;
+        free(quick[i]);
+        CHECK_STATUS(pool_queue_cancel(&q, t), POOL_ERR_BUSY, i == 0 ? "cancel twice (freed task, never read)" : NULL);
+    }
+    CHECK_EQ(cancelled, 16, "every quick task cancelled");
+    atomic_store(&release, 1);
+    CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait");
+    CHECK_EQ(atomic_load(&started), 4, "no cancelled task ran");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
+
+    /* 4. bounded, timed, destroy hands back */
+    atomic_store(&release, 0);
+    CHECK_STATUS(pool_queue_init(&q, pool, 0, 2, job_cancel), POOL_OK, "init bounded, suspended");
+    struct job b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = (struct job){ .task = { .callback = job_run }, .n = -1 };
+    CHECK_STATUS(pool_queue_submit(&q, &b[0].task), POOL_OK, "bounded submit 1");
+    CHECK_STATUS(pool_queue_submit(&q, &b[1].task), POOL_OK, "bounded submit 2");
+    CHECK_STATUS(pool_queue_submit(&q, &b[2].task), POOL_ERR_FULL, "bounded submit 3");
+    CHECK_STATUS(pool_queue_submit_timeout(&q, &b[2].task, 5000000), POOL_ERR_FULL, "timed submit");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
+    CHECK_EQ(atomic_load(&handed_back), 2, "destroy handed the waiting tasks back");
+    CHECK_EQ(atomic_load(&b[0].runs) + atomic_load(&b[1].runs) + atomic_load(&b[2].runs), 0, "none ran");
+
+    pool_destroy(pool);
+    return test_finish();
+}
