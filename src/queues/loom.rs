@@ -1,6 +1,6 @@
 //! Loom models of a queue's admission on a whole one-thread pool (`crate::loom::LoomSpawner`):
 //! a finishing task releasing its width slot racing a submit never strands a task and never
-//! runs two at once; a cancel racing the task's start gives exactly one outcome.
+//! runs two at once (also with two threads); a cancel racing the task's start gives exactly one outcome.
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
 //! target/loom --lib queues::loom`.
@@ -41,7 +41,11 @@ fn task(job: &mut Box<Job>) -> NonNull<Task> {
 }
 
 fn pool() -> ThreadPool<LoomSpawner> {
-    ThreadPool::with_spawner(Config { max_threads: 1, ..Config::default() }, LoomSpawner::new()).unwrap()
+    pool_of(1)
+}
+
+fn pool_of(threads: usize) -> ThreadPool<LoomSpawner> {
+    ThreadPool::with_spawner(Config { max_threads: threads, ..Config::default() }, LoomSpawner::new()).unwrap()
 }
 
 #[test]
@@ -80,6 +84,25 @@ fn cancel_racing_start_has_one_outcome() {
             Err(Error::Busy) => assert_eq!(runs, 1, "not cancelled, yet it never ran"),
             Err(e) => panic!("{e:?}"),
         }
+        drop(queue);
+        pool.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn serial_queue_on_two_threads_runs_one_at_a_time() {
+    model("queues_serial_on_two_threads", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool_of(2);
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let (mut a, mut b) = (job(active), job(active));
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe {
+            queue.try_submit(task(&mut a)).unwrap();
+            queue.try_submit(task(&mut b)).unwrap();
+        }
+        queue.wait().unwrap();
+        assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
         drop(queue);
         pool.shutdown().unwrap();
     });
