@@ -467,3 +467,73 @@ fn blocking_submit_wakes_on_a_freed_place_and_times_out_otherwise() {
         assert_eq!(*probe.started.lock().unwrap(), vec![0, 1, 2]);
     });
 }
+
+/// Width changes (0 to 4) racing submits, cancels and waits on a 4-thread pool: each task
+/// either was cancelled (and never ran) or ran exactly once; nothing is stranded once the
+/// queue is widened again; the width in force is never exceeded by more than the tasks that
+/// were running when it narrowed (checked at the end against the widest width, 4).
+#[test]
+fn width_changes_racing_submits_cancels_and_waits() {
+    watchdog("racing widths", 60, || {
+        let pool = pool(4);
+        let probe = Arc::new(Probe::default());
+        let mut jobs = jobs(4000, &probe, |_| false);
+        let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let tasks: Vec<usize> = (0..jobs.len()).map(|i| task_of(&mut jobs, i).as_ptr() as usize).collect();
+        let cancelled: Vec<AtomicUsize> = (0..jobs.len()).map(|_| AtomicUsize::new(0)).collect();
+        let submitted = AtomicUsize::new(0);
+        thread::scope(|s| {
+            let (queue, tasks, cancelled, submitted) = (&queue, &tasks, &cancelled, &submitted);
+            s.spawn(move || {
+                for &t in tasks {
+                    // SAFETY: the jobs outlive the queue's wait below.
+                    unsafe { queue.try_submit(NonNull::new(t as *mut Task).unwrap()).unwrap() };
+                    if submitted.fetch_add(1, Ordering::SeqCst) % 16 == 0 {
+                        thread::yield_now();
+                    }
+                }
+            });
+            s.spawn(move || {
+                let mut i = 7usize;
+                while submitted.load(Ordering::SeqCst) < tasks.len() {
+                    queue.set_width(i % 5).unwrap();
+                    i = i.wrapping_mul(31).wrapping_add(11);
+                    thread::yield_now();
+                }
+                queue.set_width(3).unwrap();
+            });
+            s.spawn(move || {
+                let mut i = 0usize;
+                loop {
+                    let n = submitted.load(Ordering::SeqCst);
+                    if n == tasks.len() {
+                        break;
+                    }
+                    // Mostly the newest tasks (likely waiting), sometimes any (likely started).
+                    let k = if i % 4 == 0 { (i * 7919) % tasks.len() } else { n.saturating_sub(1 + i % 8) };
+                    if queue.cancel(NonNull::new(tasks[k] as *mut Task).unwrap()).is_ok() {
+                        cancelled[k].fetch_add(1, Ordering::SeqCst);
+                    }
+                    i += 1;
+                }
+            });
+            s.spawn(move || {
+                while submitted.load(Ordering::SeqCst) < tasks.len() {
+                    if queue.width() > 0 && queue.waiting() == 0 {
+                        queue.wait().unwrap();
+                    }
+                    thread::yield_now();
+                }
+            });
+        });
+        queue.wait().unwrap();
+        for (i, j) in jobs.iter().enumerate() {
+            let (runs, c) = (j.runs.load(Ordering::SeqCst), cancelled[i].load(Ordering::SeqCst));
+            assert_eq!(runs + c, 1, "task {i}: ran {runs} times, cancelled {c} times");
+        }
+        assert!(probe.max.load(Ordering::SeqCst) <= 4);
+        assert_eq!((queue.waiting(), queue.running()), (0, 0));
+        let c: usize = cancelled.iter().map(|c| c.load(Ordering::SeqCst)).sum();
+        eprintln!("racing widths: {} ran, {c} cancelled", jobs.len() - c);
+    });
+}
