@@ -89,7 +89,7 @@ macro_rules! fail {
 }
 
 /// Every status code, with its name and `pool_status_str` text.
-const STATUSES: [pool_status; 10] = [
+const STATUSES: [pool_status; 11] = [
     pool_status::POOL_OK,
     pool_status::POOL_ERR_INVALID,
     pool_status::POOL_ERR_SHUTDOWN,
@@ -100,6 +100,7 @@ const STATUSES: [pool_status; 10] = [
     pool_status::POOL_ERR_STARTED,
     pool_status::POOL_ERR_FORKED,
     pool_status::POOL_ERR_FULL,
+    pool_status::POOL_ERR_BUSY,
 ];
 
 /// Exhaustive: a new status fails to compile here (then add it to `STATUSES` too).
@@ -115,6 +116,7 @@ fn status_text(s: pool_status) -> (&'static str, &'static str) {
         pool_status::POOL_ERR_STARTED => ("POOL_ERR_STARTED", "already started: configure before first use"),
         pool_status::POOL_ERR_FORKED => ("POOL_ERR_FORKED", "pool inherited through fork: unusable in the child"),
         pool_status::POOL_ERR_FULL => ("POOL_ERR_FULL", "queue is full"),
+        pool_status::POOL_ERR_BUSY => ("POOL_ERR_BUSY", "task is not waiting in the queue"),
     }
 }
 

@@ -244,6 +244,7 @@ pub extern "C" fn pool_status_str(status: c_int) -> *const c_char {
         -7 => b"already started: configure before first use\0",
         -8 => b"pool inherited through fork: unusable in the child\0",
         -9 => b"queue is full\0",
+        -10 => b"task is not waiting in the queue\0",
         _ => b"unknown status\0",
     };
     ptr::from_ref(s).cast()

@@ -194,6 +194,9 @@ mod tests {
         assert_eq!(pool_queue_submit_timeout(&mut q, p[2], 1_000_000), POOL_ERR_FULL as c_int);
         assert_eq!(pool_queue_cancel(&mut q, p[1]), 0);
         assert_eq!(pool_queue_cancel(&mut q, p[1]), POOL_ERR_BUSY as c_int);
+        // SAFETY: a static NUL-terminated string.
+        let text = unsafe { core::ffi::CStr::from_ptr(crate::capi::pool_status_str(POOL_ERR_BUSY as c_int)) };
+        assert_eq!(text.to_str(), Ok("task is not waiting in the queue"));
         assert_eq!(pool_queue_set_width(&mut q, 1), 0);
         assert_eq!(pool_queue_wait(&mut q), 0);
         assert_eq!(RAN.load(Ordering::SeqCst), 1);
