@@ -537,3 +537,55 @@ fn width_changes_racing_submits_cancels_and_waits() {
         eprintln!("racing widths: {} ran, {c} cancelled", jobs.len() - c);
     });
 }
+
+/// A queue inherited through `fork()` follows its pool's rule: in the child, submits, cancels,
+/// width changes and waits return `Forked` at once (its lock is never taken: a thread of the
+/// parent may have held it), and its drop returns; the parent's queue is unaffected.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_inherited_queue_refuses_work_and_its_drop_returns() {
+    let pool = pool(2);
+    let probe = Arc::new(Probe::default());
+    let mut jobs = jobs(6, &probe, |i| i == 0);
+    let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+    for i in 0..5 {
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+    }
+    eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
+    let (last, waiting) = (task_of(&mut jobs, 5), task_of(&mut jobs, 3));
+    // SAFETY: the child runs only the checks below and then `_exit`s; its alarm bounds it.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: async-signal-safe calls; the child never returns into the harness.
+        unsafe { libc::alarm(20) };
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: refused before the task is touched.
+            let submit = unsafe { queue.try_submit(last) };
+            // SAFETY: as above.
+            let timed = unsafe { queue.submit_timeout(last, None) };
+            let checks = [
+                submit == Err(Error::Forked),
+                timed == Err(Error::Forked),
+                queue.cancel(waiting) == Err(Error::Forked),
+                queue.set_width(2) == Err(Error::Forked),
+                queue.wait() == Err(Error::Forked),
+                queue.waiting() == 0,
+            ];
+            let t = Instant::now();
+            drop(queue);
+            checks.iter().all(|&c| c) && t.elapsed() < Duration::from_secs(5)
+        }))
+        .unwrap_or(false);
+        // SAFETY: ends the child without the parent's atexit handlers or destructors.
+        unsafe { libc::_exit(i32::from(!ok)) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child's checks failed or hung: {status}");
+    probe.gate.open(1);
+    queue.wait().unwrap();
+    assert!(jobs[..5].iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
+}

@@ -84,6 +84,12 @@ impl<S: Spawner> Inner<S> {
         self.state.lock(|| backoff.snooze(parker.get_or_insert_with(|| self.pool().spawner().new_parker())))
     }
 
+    /// The pool was inherited through `fork()`: its threads (and the queue's runners) are in
+    /// the parent, so the queue follows the pool's rule: no work, no wait (`Error::Forked`).
+    pub(super) fn inherited(&self) -> bool {
+        self.pool().inner().link.is_inherited()
+    }
+
     /// The calling thread is a worker of the pool inside one of this queue's tasks.
     pub(super) fn on_own_task(&self) -> bool {
         let me = self.pool().current_worker().map_or(0, |cx| cx.index() + 1);

@@ -92,7 +92,8 @@ impl QueueConfig {
 /// * **Cancel** before start ([`cancel`](Self::cancel)), **wait** for every task submitted so
 ///   far ([`wait`](Self::wait)).
 /// * **Drop**: tasks still waiting are handed to the cancel callback, or run on the dropping
-///   thread (in order) if there is none, after the running ones have finished. Dropping a
+///   thread (in order) if there is none, after the running ones have finished (in a child
+///   that inherited the pool through `fork()`: only the allocation is freed). Dropping a
 ///   queue from one of its own tasks panics (it would wait for itself): from a task callback
 ///   that ends the process.
 ///
@@ -142,7 +143,7 @@ unsafe impl<S: Spawner> Sync for Queue<'_, S> {}
 
 impl<S: Spawner> core::fmt::Debug for Queue<'_, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let adm = self.inner().lock().adm;
+        let adm = self.counts();
         f.debug_struct("Queue").field("admission", &adm).finish()
     }
 }
@@ -251,8 +252,13 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// [`Error::Busy`] when `task` is not waiting in this queue: it has started (it runs or ran
     /// exactly once), or it was cancelled already, or it was never submitted here. The queue
     /// reads only the tasks in its own list, never `task` itself (which may have been freed),
-    /// so it cannot tell these apart: one error for all of them.
+    /// so it cannot tell these apart: one error for all of them. [`Error::Forked`] in a child
+    /// that inherited the pool through `fork()` (the queue's lock may have been held by a
+    /// thread of the parent).
     pub fn cancel(&self, task: NonNull<Task>) -> Result<(), Error> {
+        if self.inner().inherited() {
+            return Err(Error::Forked);
+        }
         let waiters = {
             let mut st = self.inner().lock();
             if !st.waiting.remove(task) {
@@ -276,11 +282,14 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// # Errors
     /// [`Error::InvalidArgument`] above the pool's `max_threads` (nothing changed); as
     /// [`try_submit`](Self::try_submit) when the pool refuses the new runners (the width is
-    /// set, the tasks stay waiting).
+    /// set, the tasks stay waiting); [`Error::Forked`] in a child that inherited the pool.
     pub fn set_width(&self, width: usize) -> Result<(), Error> {
         let inner = self.inner();
         if width > inner.runners.len() {
             return Err(Error::InvalidArgument);
+        }
+        if inner.inherited() {
+            return Err(Error::Forked);
         }
         let mut batch = {
             let mut st = inner.lock();
@@ -313,19 +322,28 @@ impl<'a, S: Spawner> Queue<'a, S> {
         Err(e)
     }
 
-    /// The current width.
+    /// The counts, read under the lock; all 0 in a child that inherited the pool through
+    /// `fork()` (its lock may have been held by a thread of the parent).
+    fn counts(&self) -> Admission {
+        if self.inner().inherited() {
+            return Admission::new(0, 0);
+        }
+        self.inner().lock().adm
+    }
+
+    /// The current width (0 in a child that inherited the pool through `fork()`).
     pub fn width(&self) -> usize {
-        self.inner().lock().adm.width
+        self.counts().width
     }
 
     /// Tasks waiting (submitted, not started, not cancelled): exact at the moment of the call.
     pub fn waiting(&self) -> usize {
-        self.inner().lock().adm.waiting
+        self.counts().waiting
     }
 
     /// Tasks running now: exact at the moment of the call.
     pub fn running(&self) -> usize {
-        self.inner().lock().adm.running
+        self.counts().running
     }
 
     /// Waits until every task submitted so far has finished or been cancelled (and tasks
@@ -337,9 +355,13 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// [`Error::InvalidArgument`] from a task of this queue (it would wait for itself),
     /// detected on the pool's workers: a task of this queue run by the pool's shutdown on the
     /// calling thread (a pool that could never start a thread) is not detected.
+    /// [`Error::Forked`] in a child that inherited the pool through `fork()`.
     pub fn wait(&self) -> Result<(), Error> {
         if self.inner().on_own_task() {
             return Err(Error::InvalidArgument);
+        }
+        if self.inner().inherited() {
+            return Err(Error::Forked);
         }
         self.inner().wait_idle();
         Ok(())
@@ -349,6 +371,13 @@ impl<'a, S: Spawner> Queue<'a, S> {
 impl<S: Spawner> Drop for Queue<'_, S> {
     fn drop(&mut self) {
         let inner = self.inner();
+        if inner.inherited() {
+            // Inherited through fork(): its runners and running tasks are in the parent, the
+            // waiting ones never run here (the pool's rule); free the allocation only.
+            // SAFETY: no thread of this process can reach it (the pool runs nothing here).
+            drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+            return;
+        }
         assert!(!inner.on_own_task(), "pool: a queue dropped from one of its own tasks (it would wait for itself)");
         let (mut list, waiters) = {
             let mut st = inner.lock();

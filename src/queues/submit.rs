@@ -23,7 +23,8 @@ impl<S: Spawner> Queue<'_, S> {
     ///
     /// # Errors
     /// [`Error::Full`] when `bound` tasks wait already; [`Error::Shutdown`], [`Error::Spawn`]
-    /// or [`Error::Forked`] when the pool refused the runner the task needed. On error the
+    /// or [`Error::Forked`] when the pool refused the runner the task needed (`Forked`
+    /// always, for a queue inherited through `fork()`). On error the
     /// task was not queued and is still the caller's. (A task accepted while the pool refuses
     /// work, behind another one's runner, waits until the queue's drop hands it back.)
     ///
@@ -44,7 +45,8 @@ impl<S: Spawner> Queue<'_, S> {
     /// # Errors
     /// As [`try_submit`](Self::try_submit), [`Error::Full`] once the timeout passed;
     /// [`Error::InvalidArgument`] from a task of this queue (it could wait for itself), or for
-    /// a finite non-zero timeout on a platform without a clock (`Spawner::now_ns`).
+    /// a finite non-zero timeout on a platform without a clock (`Spawner::now_ns`);
+    /// [`Error::Forked`] in a child that inherited the pool through `fork()`.
     ///
     /// # Safety
     /// As [`try_submit`](Self::try_submit).
@@ -93,6 +95,9 @@ impl<S: Spawner> Queue<'_, S> {
     /// is unlinked.
     unsafe fn submit_or_register(&self, task: NonNull<Task>, place: Option<&Waiter>) -> Result<(), Error> {
         let inner = self.inner();
+        if inner.inherited() {
+            return Err(Error::Forked);
+        }
         let runner = {
             let mut st = inner.lock();
             let Ok(grew) = st.adm.submit() else {
