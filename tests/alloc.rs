@@ -262,6 +262,42 @@ fn intrusive_submit_allocates_nothing_condvar() {
     });
 }
 
+/// A queue's intrusive path (issue 27): its allocations are made when it is created; its
+/// submits, runners (re-submitted every 32 tasks) and waits allocate nothing.
+#[test]
+fn queue_submit_allocates_nothing() {
+    let _g = common::exclusive();
+    let n = scaled_min(100_000, 50);
+    watchdog("queue_submit_allocates_nothing", watchdog_secs(30), move |p| {
+        for width in [1, 2] {
+            let pool = ThreadPool::with_spawner(Config::default().with_max_threads(2), Marking(ThreadSpawner::<FutexParker>::new())).unwrap();
+            warm_up(&pool);
+            let queue = pool::Queue::new(&pool, pool::QueueConfig::new(width)).unwrap();
+            let counter = ExactOnce::new("queue", n);
+            p.track(&counter);
+            let jobs = Jobs::all(&counter);
+            p.stage(format!("queue counting window, width {width}"));
+            let counts = count_during(|| {
+                for i in 0..n {
+                    // SAFETY: each job is submitted once; `jobs` outlives the queue's wait.
+                    unsafe { queue.try_submit(jobs.task(i)) }.unwrap();
+                }
+                queue.wait().unwrap();
+            });
+            counter.assert_all_once();
+            assert_eq!(
+                (counts.allocs, counts.deallocs),
+                (0, 0),
+                "queue of width {width}: {} allocations, {} frees for {n} tasks; want 0",
+                counts.allocs,
+                counts.deallocs
+            );
+            drop(queue);
+            pool.shutdown().unwrap();
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Boxed path: exactly one allocation per task (expected and documented on `spawn`)
 

@@ -107,13 +107,13 @@ fn pool(threads: usize) -> ThreadPool<ThreadSpawner> {
     ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()
 }
 
-/// Widths 1, 2, 3 on pools of 1, 2 and 4 threads: with blocking tasks released one at a time,
+/// Widths 1, 2, 3 on pools of 1, 2, 4 and 8 threads: with blocking tasks released one at a time,
 /// exactly min(width, threads) run at every quiescent point, never more than the width, the
 /// tasks started so far are always the oldest ones (FIFO start), and each runs exactly once.
 #[test]
 fn width_bounds_concurrency_and_starts_fifo() {
     watchdog("width", 60, || {
-        for threads in [1, 2, 4] {
+        for threads in [1, 2, 4, 8] {
             let pool = pool(threads);
             for width in [1, 2, 3] {
                 let probe = Arc::new(Probe::default());
