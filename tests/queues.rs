@@ -88,10 +88,12 @@ fn jobs(n: usize, probe: &Arc<Probe>, blocks: impl Fn(usize) -> bool) -> Vec<Job
     (0..n).map(|i| Job { task: Task::new(run_job), n: i, blocks: blocks(i), runs: AtomicUsize::new(0), probe: probe.clone() }).collect()
 }
 
-fn task_of(jobs: &mut [Job], i: usize) -> NonNull<Task> {
-    let job: *mut Job = &mut jobs[i];
-    // SAFETY: `job` is live; the field pointer is derived from the whole job.
-    unsafe { NonNull::new_unchecked(&raw mut (*job).task) }
+/// The task of job `i`, as a pointer to the whole job (the task is its first field), made from
+/// a shared borrow: the callback reads the job through it, and the job's mutable parts are
+/// atomics, so the test may go on borrowing `jobs` while tasks run (no unique reborrow
+/// invalidates a queued task's pointer, under Miri's aliasing model).
+fn task_of(jobs: &[Job], i: usize) -> NonNull<Task> {
+    NonNull::from(&jobs[i]).cast()
 }
 
 /// Polls `cond` every millisecond for up to 5 s.
@@ -117,14 +119,14 @@ fn width_bounds_concurrency_and_starts_fifo() {
             let pool = pool(threads);
             for width in [1, 2, 3] {
                 let probe = Arc::new(Probe::default());
-                let mut jobs = jobs(24, &probe, |_| true);
+                let jobs = jobs(24, &probe, |_| true);
                 // A width is at most the pool's thread count.
                 assert_eq!(Queue::new(&pool, QueueConfig::new(threads + 1)).unwrap_err(), Error::InvalidArgument);
                 let width = width.min(threads);
                 let queue = Queue::new(&pool, QueueConfig::new(width)).unwrap();
                 for i in 0..jobs.len() {
                     // SAFETY: the jobs outlive the queue's wait below.
-                    unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+                    unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
                 }
                 let expect = width;
                 for released in 0..jobs.len() {
@@ -157,10 +159,10 @@ fn many_queues_share_a_pool_exactly_once_in_order() {
     watchdog("many", 60, || {
         let pool = pool(4);
         let probes: Vec<Arc<Probe>> = (0..4).map(|_| Arc::new(Probe::default())).collect();
-        let mut all: Vec<Vec<Job>> = probes.iter().map(|p| jobs(2000, p, |_| false)).collect();
+        let all: Vec<Vec<Job>> = probes.iter().map(|p| jobs(2000, p, |_| false)).collect();
         let queues: Vec<Queue<'_, _>> = (0..4).map(|q| Queue::new(&pool, QueueConfig::new(if q == 0 { 1 } else { q })).unwrap()).collect();
         thread::scope(|s| {
-            for (q, jobs) in queues.iter().zip(all.iter_mut()) {
+            for (q, jobs) in queues.iter().zip(all.iter()) {
                 s.spawn(move || {
                     for i in 0..jobs.len() {
                         // SAFETY: the jobs outlive the waits below.
@@ -188,11 +190,11 @@ fn serial_queue_leaves_other_threads_free() {
     watchdog("free", 30, || {
         let pool = pool(4);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(1000, &probe, |i| i == 0);
+        let jobs = jobs(1000, &probe, |i| i == 0);
         let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
         for i in 0..jobs.len() {
             // SAFETY: the jobs outlive the queue's wait below.
-            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+            unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
         }
         eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
         let barrier = Arc::new(Barrier::new(4));
@@ -222,11 +224,11 @@ fn blockers_then_quick_tasks_cancel_before_start() {
         for _round in 0..20 {
             let pool = pool(4);
             let probe = Arc::new(Probe::default());
-            let mut jobs = jobs(20, &probe, |i| i < 4);
+            let jobs = jobs(20, &probe, |i| i < 4);
             let queue = Queue::new(&pool, QueueConfig::new(4)).unwrap();
             for i in 0..jobs.len() {
                 // SAFETY: the jobs outlive the queue's wait below.
-                unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+                unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
             }
             eventually("4 blockers started", || probe.active.load(Ordering::SeqCst) == 4);
             thread::sleep(Duration::from_millis(2));
@@ -235,14 +237,14 @@ fn blockers_then_quick_tasks_cancel_before_start() {
             assert_eq!(started, vec![0, 1, 2, 3], "a quick task started beside the blockers");
             assert_eq!(queue.waiting(), 16);
             for i in 4..20 {
-                assert_eq!(queue.cancel(task_of(&mut jobs, i)), Ok(()), "quick task {i}");
+                assert_eq!(queue.cancel(task_of(&jobs, i)), Ok(()), "quick task {i}");
             }
             assert_eq!(queue.waiting(), 0);
-            assert_eq!(queue.cancel(task_of(&mut jobs, 4)), Err(Error::Busy), "cancelled twice");
-            assert_eq!(queue.cancel(task_of(&mut jobs, 0)), Err(Error::Busy), "a running task");
+            assert_eq!(queue.cancel(task_of(&jobs, 4)), Err(Error::Busy), "cancelled twice");
+            assert_eq!(queue.cancel(task_of(&jobs, 0)), Err(Error::Busy), "a running task");
             // The cancelled jobs are the caller's at once: reuse one as a fresh submit.
             // SAFETY: cancelled, so queued nowhere; it outlives the wait below.
-            unsafe { queue.try_submit(task_of(&mut jobs, 19)).unwrap() };
+            unsafe { queue.try_submit(task_of(&jobs, 19)).unwrap() };
             probe.gate.open(4);
             queue.wait().unwrap();
             let runs: Vec<usize> = jobs.iter().map(|j| j.runs.load(Ordering::SeqCst)).collect();
@@ -261,12 +263,12 @@ fn bounded_queue_refuses_when_full() {
     watchdog("bounded", 30, || {
         let pool = pool(2);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(202, &probe, |i| i == 0);
+        let jobs = jobs(202, &probe, |i| i == 0);
         let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(4)).unwrap();
         // SAFETY: the jobs outlive the queue's wait below.
-        unsafe { queue.try_submit(task_of(&mut jobs, 0)).unwrap() };
+        unsafe { queue.try_submit(task_of(&jobs, 0)).unwrap() };
         eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
-        let (left, right) = jobs[1..].split_at_mut(101);
+        let (left, right) = jobs[1..].split_at(101);
         let tallies: Vec<(usize, usize, Vec<usize>)> = thread::scope(|s| {
             let hs: Vec<_> = [left, right]
                 .into_iter()
@@ -301,7 +303,7 @@ fn bounded_queue_refuses_when_full() {
         queue.wait().unwrap();
         // A place frees as tasks start: a refused job, untouched, is accepted now and runs once.
         // SAFETY: refused, so queued nowhere; it outlives the wait below.
-        unsafe { queue.try_submit(task_of(&mut jobs, 1 + tallies[0].2[0])).unwrap() };
+        unsafe { queue.try_submit(task_of(&jobs, 1 + tallies[0].2[0])).unwrap() };
         queue.wait().unwrap();
         let ran = jobs.iter().filter(|j| j.runs.load(Ordering::SeqCst) == 1).count();
         assert_eq!(ran, 1 + 4 + 1);
@@ -315,11 +317,11 @@ fn suspended_queue_holds_every_task_until_widened() {
     watchdog("suspended", 30, || {
         let pool = pool(2);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(50, &probe, |_| false);
+        let jobs = jobs(50, &probe, |_| false);
         let queue = Queue::new(&pool, QueueConfig::new(0)).unwrap();
         for i in 0..jobs.len() {
             // SAFETY: the jobs outlive the queue's wait below.
-            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+            unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
         }
         thread::sleep(Duration::from_millis(50));
         assert_eq!(probe.started.lock().unwrap().len(), 0);
@@ -377,11 +379,11 @@ fn drop_hands_back_or_runs_waiting_tasks() {
     watchdog("drop", 30, || {
         let pool = pool(2);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(10, &probe, |i| i == 0);
+        let jobs = jobs(10, &probe, |i| i == 0);
         let queue = Queue::new(&pool, QueueConfig::new(1).with_cancel(hand_back)).unwrap();
         for i in 0..10 {
             // SAFETY: the jobs outlive the queue's drop below.
-            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+            unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
         }
         eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
         probe.gate.open(1);
@@ -391,11 +393,11 @@ fn drop_hands_back_or_runs_waiting_tasks() {
         assert_eq!(ran + HANDED_BACK.load(Ordering::SeqCst), 10, "each once: run or handed back");
 
         let probe = Arc::new(Probe::default());
-        let mut jobs = super_jobs(&probe);
+        let jobs = super_jobs(&probe);
         let queue = Queue::new(&pool, QueueConfig::new(0)).unwrap();
         for i in 0..10 {
             // SAFETY: as above.
-            unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+            unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
         }
         drop(queue);
         assert_eq!(*probe.started.lock().unwrap(), (0..10).collect::<Vec<_>>(), "run in order by the drop");
@@ -436,19 +438,19 @@ fn blocking_submit_wakes_on_a_freed_place_and_times_out_otherwise() {
     watchdog("blocking submit", 30, || {
         let pool = pool(2);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(3, &probe, |i| i == 0);
+        let jobs = jobs(3, &probe, |i| i == 0);
         let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(1)).unwrap();
         // SAFETY: the jobs outlive the queue's wait below.
-        unsafe { queue.try_submit(task_of(&mut jobs, 0)).unwrap() };
+        unsafe { queue.try_submit(task_of(&jobs, 0)).unwrap() };
         eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
         // SAFETY: as above.
-        unsafe { queue.try_submit(task_of(&mut jobs, 1)).unwrap() };
+        unsafe { queue.try_submit(task_of(&jobs, 1)).unwrap() };
         let t0 = Instant::now();
         // SAFETY: as above.
-        let r = unsafe { queue.submit_timeout(task_of(&mut jobs, 2), Some(Duration::from_millis(30))) };
+        let r = unsafe { queue.submit_timeout(task_of(&jobs, 2), Some(Duration::from_millis(30))) };
         assert_eq!(r, Err(Error::Full));
         assert!(t0.elapsed() >= Duration::from_millis(30), "returned before its timeout");
-        let third = task_of(&mut jobs, 2).as_ptr() as usize;
+        let third = task_of(&jobs, 2).as_ptr() as usize;
         let accepted = AtomicUsize::new(0);
         thread::scope(|s| {
             let (queue, accepted) = (&queue, &accepted);
@@ -477,9 +479,9 @@ fn width_changes_racing_submits_cancels_and_waits() {
     watchdog("racing widths", 60, || {
         let pool = pool(4);
         let probe = Arc::new(Probe::default());
-        let mut jobs = jobs(4000, &probe, |_| false);
+        let jobs = jobs(4000, &probe, |_| false);
         let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
-        let tasks: Vec<usize> = (0..jobs.len()).map(|i| task_of(&mut jobs, i).as_ptr() as usize).collect();
+        let tasks: Vec<usize> = (0..jobs.len()).map(|i| task_of(&jobs, i).as_ptr() as usize).collect();
         let cancelled: Vec<AtomicUsize> = (0..jobs.len()).map(|_| AtomicUsize::new(0)).collect();
         let submitted = AtomicUsize::new(0);
         thread::scope(|s| {
@@ -546,14 +548,14 @@ fn width_changes_racing_submits_cancels_and_waits() {
 fn an_inherited_queue_refuses_work_and_its_drop_returns() {
     let pool = pool(2);
     let probe = Arc::new(Probe::default());
-    let mut jobs = jobs(6, &probe, |i| i == 0);
+    let jobs = jobs(6, &probe, |i| i == 0);
     let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
     for i in 0..5 {
         // SAFETY: the jobs outlive the queue's wait below.
-        unsafe { queue.try_submit(task_of(&mut jobs, i)).unwrap() };
+        unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
     }
     eventually("the first task blocks", || probe.active.load(Ordering::SeqCst) == 1);
-    let (last, waiting) = (task_of(&mut jobs, 5), task_of(&mut jobs, 3));
+    let (last, waiting) = (task_of(&jobs, 5), task_of(&jobs, 3));
     // SAFETY: the child runs only the checks below and then `_exit`s; its alarm bounds it.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");

@@ -194,9 +194,11 @@ impl<S: Spawner> Runner<S> {
         Self { task: Task::new(run::<S>), queue, worker: AtomicUsize::new(0) }
     }
 
-    /// This runner's task, to submit to the pool or keep among the idle ones.
+    /// This runner's task, to submit to the pool or keep among the idle ones: the pointer to
+    /// the whole runner (its first field), so the callback may reach the other fields through
+    /// it (a pointer made from `&self.task` would cover the task only: Miri's aliasing model).
     pub(super) fn task(&self) -> NonNull<Task> {
-        NonNull::from(&self.task)
+        NonNull::from(self).cast()
     }
 
     pub(super) fn is_running_on(&self, worker: usize) -> bool {

@@ -34,10 +34,9 @@ fn job(active: &'static AtomicUsize) -> Box<Job> {
     Box::new(Job { task: Task::new(run), runs: AtomicUsize::new(0), active })
 }
 
-fn task(job: &mut Box<Job>) -> NonNull<Task> {
-    let job: *mut Job = &mut **job;
-    // SAFETY: the field pointer is derived from the whole live job.
-    unsafe { NonNull::new_unchecked(&raw mut (*job).task) }
+/// The job's task as a pointer to the whole job (its first field), from a shared borrow.
+fn task(job: &Job) -> NonNull<Task> {
+    NonNull::from(job).cast()
 }
 
 fn pool() -> ThreadPool<LoomSpawner> {
@@ -54,11 +53,11 @@ fn finish_racing_submit_strands_nothing() {
         let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let pool = pool();
         let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
-        let (mut a, mut b) = (job(active), job(active));
+        let (a, b) = (job(active), job(active));
         // SAFETY: the jobs outlive the queue's wait below.
         unsafe {
-            queue.try_submit(task(&mut a)).unwrap();
-            queue.try_submit(task(&mut b)).unwrap();
+            queue.try_submit(task(&a)).unwrap();
+            queue.try_submit(task(&b)).unwrap();
         }
         queue.wait().unwrap();
         assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
@@ -73,10 +72,10 @@ fn cancel_racing_start_has_one_outcome() {
         let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let pool = pool();
         let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
-        let mut a = job(active);
+        let a = job(active);
         // SAFETY: the job outlives the queue's wait below.
-        unsafe { queue.try_submit(task(&mut a)).unwrap() };
-        let cancelled = queue.cancel(task(&mut a));
+        unsafe { queue.try_submit(task(&a)).unwrap() };
+        let cancelled = queue.cancel(task(&a));
         queue.wait().unwrap();
         let runs = a.runs.load(Ordering::SeqCst);
         match cancelled {
@@ -95,11 +94,11 @@ fn serial_queue_on_two_threads_runs_one_at_a_time() {
         let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let pool = pool_of(2);
         let queue = Queue::new(&pool, QueueConfig::new(1)).unwrap();
-        let (mut a, mut b) = (job(active), job(active));
+        let (a, b) = (job(active), job(active));
         // SAFETY: the jobs outlive the queue's wait below.
         unsafe {
-            queue.try_submit(task(&mut a)).unwrap();
-            queue.try_submit(task(&mut b)).unwrap();
+            queue.try_submit(task(&a)).unwrap();
+            queue.try_submit(task(&b)).unwrap();
         }
         queue.wait().unwrap();
         assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));

@@ -31,6 +31,8 @@ mod admission;
 mod inner;
 mod list;
 mod submit;
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests;
 #[cfg(all(test, loom))]
 mod loom;
 
