@@ -25,7 +25,14 @@
 //! * The queue's memory is freed only by `Drop`, after the admission reads idle (nothing
 //!   waiting, no runner out): no runner can reach it afterwards.
 //! * Zero allocation per task; two per queue (the queue and its runner slots, one per thread
-//!   the pool may start).
+//!   the pool may start, 32 bytes each on 64-bit targets, so `set_width` never allocates).
+//! * `cancel` compares addresses with the tasks in the list and never reads the task it is
+//!   given (it may be freed): "started or finished" and "never submitted here" are one answer,
+//!   [`Error::Busy`], because telling them apart would need a reference to a task the queue no
+//!   longer holds.
+//! * A task of the queue is recognised (for `wait`, `submit_timeout`, drop) by its runner slot
+//!   naming the calling worker; a task run on a non-worker thread (a pool's shutdown with no
+//!   thread) is not.
 
 mod admission;
 mod inner;
@@ -82,7 +89,7 @@ impl QueueConfig {
 }
 
 /// A FIFO queue of intrusive [`Task`]s that runs at most `width` of them at once on a pool's
-/// threads (module docs: [`crate::queues`]). Many queues may share one pool.
+/// threads (design: ARCHITECTURE.md, "Queues"). Many queues may share one pool.
 ///
 /// * **FIFO start**: a task never starts before every task submitted to the queue before it
 ///   has started (width 1: strictly in order, one at a time).
