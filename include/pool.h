@@ -55,6 +55,11 @@
 #define POOL_BLOCKING_MAX_THREADS 65536
 
 /**
+ * The reserved words left in `struct pool_blocking_metrics`: `tasks_refused` took the first.
+ */
+#define POOL_BLOCKING_METRICS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
+
+/**
  * `pool_config.idle_spins` as `pool_config_init` sets it.
  */
 #define POOL_DEFAULT_IDLE_SPINS 256
@@ -261,9 +266,14 @@ struct pool_blocking_metrics {
    */
   size_t peak_threads;
   /**
+   * Submits refused with POOL_ERR_FULL (`pool_blocking_set_max_queued`). In the first of the
+   * reserved words that 0.1 had.
+   */
+  size_t tasks_refused;
+  /**
    * Reserved for counters of later minor versions; written as 0.
    */
-  size_t reserved[POOL_RESERVED_WORDS];
+  size_t reserved[POOL_BLOCKING_METRICS_RESERVED_WORDS];
 };
 
 /**
