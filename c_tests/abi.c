@@ -59,7 +59,10 @@ int main(void)
     CHECK_EQ(sizeof(struct pool_stats), (11 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_stats");
     CHECK_EQ(sizeof(struct pool_blocking_metrics), (9 + POOL_RESERVED_WORDS) * sizeof(size_t),
              "sizeof pool_blocking_metrics");
-    /* tasks_refused took the first reserved word of 0.1's layout: same size, same offsets. */
+    /* queued and tasks_refused took the first reserved word of 0.1's layouts: same sizes, same
+     * offsets. */
+    CHECK_EQ(offsetof(struct pool_stats, queued), 11 * sizeof(size_t), "offsetof pool_stats.queued");
+    CHECK_EQ(POOL_STATS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1, "POOL_STATS_RESERVED_WORDS");
     CHECK_EQ(offsetof(struct pool_blocking_metrics, tasks_refused), 9 * sizeof(size_t),
              "offsetof pool_blocking_metrics.tasks_refused");
     CHECK_EQ(POOL_BLOCKING_METRICS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1,
@@ -105,6 +108,7 @@ int main(void)
     st.canary = CANARY;
     CHECK_STATUS(pool_stats(pool, &st.s), POOL_OK, "pool_stats");
     CHECK_EQ(st.s.polled, 100, "stats.polled");
+    CHECK_EQ(st.s.queued, 0, "stats.queued after shutdown");
     check_reserved(st.s.reserved, "pool_stats");
     CHECK(st.canary == CANARY, "pool_stats wrote past struct pool_stats");
     memset(&st.s, 0xff, sizeof st.s);

@@ -116,6 +116,11 @@
 #define POOL_RESERVED_WORDS 8
 
 /**
+ * The reserved words left in `struct pool_stats`: `queued` took the first.
+ */
+#define POOL_STATS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
+
+/**
  * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
  * that points to the worker's record flag (a byte: nonzero while a fork must be recorded).
  */
@@ -497,9 +502,16 @@ struct pool_stats {
    */
   size_t spawn_failures;
   /**
+   * Not a count but a reading: about how many tasks wait, in the whole pool (`pool_stats`:
+   * the workers' own queues and the shared queue that outside submits go to) or in one
+   * worker's own queues (`pool_worker_stats`). Approximate while the pool runs, exact when
+   * nothing runs. In the first of the reserved words that 0.1 had.
+   */
+  size_t queued;
+  /**
    * Reserved for counters of later minor versions; written as 0.
    */
-  size_t reserved[POOL_RESERVED_WORDS];
+  size_t reserved[POOL_STATS_RESERVED_WORDS];
 };
 
 /**
