@@ -31,12 +31,15 @@ struct guarded_platform { struct pool_platform s; uint64_t canary; };
 
 static size_t grown_word; /* what the first reserved word must hold after the library wrote it */
 
-static void check_reserved(const size_t *words, const char *what)
+/* A struct's reserved words (`n` of them: POOL_RESERVED_WORDS, fewer where fields of later minor
+ * versions took some): the first holds the grown library's mark, the rest 0. */
+#define check_reserved(words, what) check_reserved_n(words, sizeof(words) / sizeof((words)[0]), what)
+static void check_reserved_n(const size_t *words, size_t n, const char *what)
 {
     char msg[128];
     snprintf(msg, sizeof msg, "%s: reserved[0]", what);
     CHECK_EQ(words[0], grown_word, msg);
-    for (size_t i = 1; i < POOL_RESERVED_WORDS; i++) {
+    for (size_t i = 1; i < n; i++) {
         snprintf(msg, sizeof msg, "%s: reserved[%zu]", what, i);
         CHECK_EQ(words[i], 0, msg);
     }
@@ -56,6 +59,14 @@ int main(void)
     CHECK_EQ(sizeof(struct pool_stats), (11 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_stats");
     CHECK_EQ(sizeof(struct pool_blocking_metrics), (9 + POOL_RESERVED_WORDS) * sizeof(size_t),
              "sizeof pool_blocking_metrics");
+    /* queued and tasks_refused took the first reserved word of 0.1's layouts: same sizes, same
+     * offsets. */
+    CHECK_EQ(offsetof(struct pool_stats, queued), 11 * sizeof(size_t), "offsetof pool_stats.queued");
+    CHECK_EQ(POOL_STATS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1, "POOL_STATS_RESERVED_WORDS");
+    CHECK_EQ(offsetof(struct pool_blocking_metrics, tasks_refused), 9 * sizeof(size_t),
+             "offsetof pool_blocking_metrics.tasks_refused");
+    CHECK_EQ(POOL_BLOCKING_METRICS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1,
+             "POOL_BLOCKING_METRICS_RESERVED_WORDS");
 
     /* Init functions: reserved words as this library's layout has them, the canary intact. */
     struct guarded_config cfg;
@@ -97,6 +108,7 @@ int main(void)
     st.canary = CANARY;
     CHECK_STATUS(pool_stats(pool, &st.s), POOL_OK, "pool_stats");
     CHECK_EQ(st.s.polled, 100, "stats.polled");
+    CHECK_EQ(st.s.queued, 0, "stats.queued after shutdown");
     check_reserved(st.s.reserved, "pool_stats");
     CHECK(st.canary == CANARY, "pool_stats wrote past struct pool_stats");
     memset(&st.s, 0xff, sizeof st.s);
@@ -113,6 +125,7 @@ int main(void)
         m.canary = CANARY;
         CHECK_STATUS(pool_blocking_metrics(bp, &m.s), POOL_OK, "pool_blocking_metrics");
         CHECK_EQ(m.s.tasks_run, 0, "metrics.tasks_run");
+        CHECK_EQ(m.s.tasks_refused, 0, "metrics.tasks_refused");
         check_reserved(m.s.reserved, "pool_blocking_metrics");
         CHECK(m.canary == CANARY, "pool_blocking_metrics wrote past its struct");
         pool_blocking_destroy(bp);

@@ -331,6 +331,9 @@ static void test_bounded_intake(void)
     CHECK_STATUS(pool_blocking_set_max_queued(p, 1), POOL_OK, "lower the bound");
     struct job *j = new_job(0, 0, bound_ran, bound_cancelled, 1, 0);
     CHECK_STATUS(pool_blocking_submit_to(p, &j->bt), POOL_ERR_FULL, "full below what waits");
+    struct pool_blocking_metrics m;
+    CHECK_STATUS(pool_blocking_metrics(p, &m), POOL_OK, "metrics");
+    CHECK_EQ(m.tasks_refused, (size_t)full + 1, "every refusal counted in tasks_refused");
     CHECK_STATUS(pool_blocking_set_max_queued(p, 0), POOL_OK, "no bound");
     CHECK_STATUS(pool_blocking_submit_to(p, &j->bt), POOL_OK, "accepted without a bound");
     ok++;

@@ -55,6 +55,11 @@
 #define POOL_BLOCKING_MAX_THREADS 65536
 
 /**
+ * The reserved words left in `struct pool_blocking_metrics`: `tasks_refused` took the first.
+ */
+#define POOL_BLOCKING_METRICS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
+
+/**
  * `pool_config.idle_spins` as `pool_config_init` sets it.
  */
 #define POOL_DEFAULT_IDLE_SPINS 256
@@ -115,6 +120,11 @@
  * library fills, it writes 0 there.
  */
 #define POOL_RESERVED_WORDS 8
+
+/**
+ * The reserved words left in `struct pool_stats`: `queued` took the first.
+ */
+#define POOL_STATS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
 
 /**
  * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
@@ -272,9 +282,14 @@ struct pool_blocking_metrics {
    */
   size_t peak_threads;
   /**
+   * Submits refused with POOL_ERR_FULL (`pool_blocking_set_max_queued`). In the first of the
+   * reserved words that 0.1 had.
+   */
+  size_t tasks_refused;
+  /**
    * Reserved for counters of later minor versions; written as 0.
    */
-  size_t reserved[POOL_RESERVED_WORDS];
+  size_t reserved[POOL_BLOCKING_METRICS_RESERVED_WORDS];
 };
 
 /**
@@ -498,9 +513,16 @@ struct pool_stats {
    */
   size_t spawn_failures;
   /**
+   * Not a count but a reading: about how many tasks wait, in the whole pool (`pool_stats`:
+   * the workers' own queues and the shared queue that outside submits go to) or in one
+   * worker's own queues (`pool_worker_stats`). Approximate while the pool runs, exact when
+   * nothing runs. In the first of the reserved words that 0.1 had.
+   */
+  size_t queued;
+  /**
    * Reserved for counters of later minor versions; written as 0.
    */
-  size_t reserved[POOL_RESERVED_WORDS];
+  size_t reserved[POOL_STATS_RESERVED_WORDS];
 };
 
 /**

@@ -15,10 +15,13 @@ cp -R "$ROOT/src" "$ROOT/Cargo.toml" "$ROOT/Cargo.lock" "$OUT/"
 # The copy needs no header: no cbindgen (and no build-dependency to compile).
 sed -i 's/^capi = \["std", "dep:cbindgen"\]/capi = ["std"]/' "$OUT/Cargo.toml"
 printf 'fn main() { println!("cargo:rustc-check-cfg=cfg(loom)"); }\n' > "$OUT/build.rs"
-n=$(grep -l 'pub reserved: \[usize; POOL_RESERVED_WORDS\],' "$OUT"/src/capi/*.rs | wc -l)
+# A struct's reserved words: POOL_RESERVED_WORDS, or its own count once fields of earlier minor
+# versions took some (POOL_BLOCKING_METRICS_RESERVED_WORDS).
+W='POOL_[A-Z_]*RESERVED_WORDS'
+n=$(grep -l "pub reserved: \[usize; $W\]," "$OUT"/src/capi/*.rs | wc -l)
 # The field: declared before the reserved words, which shrink by one.
-sed -i -e 's|^\( *\)pub reserved: \[usize; POOL_RESERVED_WORDS\],|\1/// The field a later minor version adds.\n\1pub grown: usize,\n\1pub reserved: [usize; POOL_RESERVED_WORDS - 1],|' \
-       -e 's|reserved: \[0; POOL_RESERVED_WORDS\]|grown: 0x6772_6f77, reserved: [0; POOL_RESERVED_WORDS - 1]|' \
+sed -i -e "s|^\( *\)pub reserved: \[usize; \($W\)\],|\1/// The field a later minor version adds.\n\1pub grown: usize,\n\1pub reserved: [usize; \2 - 1],|" \
+       -e "s|reserved: \[0; \($W\)\]|grown: 0x6772_6f77, reserved: [0; \1 - 1]|" \
     "$OUT"/src/capi/*.rs
 grown=$(grep -c 'pub grown: usize' "$OUT"/src/capi/*.rs | awk -F: '{ s += $2 } END { print s }')
 [ "$grown" = 5 ] || { echo "FAIL: abi-grown: $grown structs grown (files: $n), want 5"; exit 1; }

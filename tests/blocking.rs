@@ -618,6 +618,7 @@ fn bounded_queue_refuses_when_full() {
         assert_eq!(Arc::strong_count(&token), 1 + BOUND);
         pool.set_max_queued(1);
         assert_eq!(pool.spawn_blocking(|| ()).unwrap_err(), Error::Full, "lowered below what waits");
+        assert_eq!(pool.metrics().tasks_refused, full + 1, "every refusal counted");
         release.send(()).unwrap();
         gate.unwrap().join().unwrap();
         for h in handles {

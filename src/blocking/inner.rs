@@ -55,6 +55,7 @@ pub(super) struct Totals {
     pub(super) exited: AtomicUsize,
     pub(super) spawn_failures: AtomicUsize,
     pub(super) peak: AtomicUsize,
+    pub(super) refused: AtomicUsize,
 }
 
 /// What `spawn_one` did.
@@ -209,6 +210,7 @@ impl<S: Spawner> Inner<S> {
             threads_exited: t.exited.load(Ordering::Relaxed),
             spawn_failures: t.spawn_failures.load(Ordering::Relaxed),
             peak_threads: t.peak.load(Ordering::Relaxed),
+            tasks_refused: t.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -234,7 +236,11 @@ impl<S: Spawner> Inner<S> {
         // `idle_wait` and with `on_start` (the loads in `notify`).
         if !self.announce() {
             // A closed pool says so, full or not.
-            return Err(if self.counts().shutdown() || self.link.is_inherited() { self.refusal() } else { Error::Full });
+            if self.counts().shutdown() || self.link.is_inherited() {
+                return Err(self.refusal());
+            }
+            self.totals.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::Full);
         }
         fence(Ordering::SeqCst);
         let mut started = false;

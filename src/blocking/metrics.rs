@@ -45,4 +45,7 @@ pub struct BlockingMetrics {
     pub spawn_failures: usize,
     /// The most threads counted at once since the pool was built.
     pub peak_threads: usize,
+    /// Submits refused because the queue held [`max_queued`](crate::BlockingConfig::max_queued)
+    /// waiting tasks ([`Error::Full`](crate::Error::Full)).
+    pub tasks_refused: usize,
 }

@@ -89,6 +89,9 @@ pub struct pool_blocking_config {
     pub reserved: [usize; POOL_RESERVED_WORDS],
 }
 
+/// The reserved words left in `struct pool_blocking_metrics`: `tasks_refused` took the first.
+pub const POOL_BLOCKING_METRICS_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 1;
+
 /// Counters of a blocking pool, read without any lock (each field individually up to date).
 #[cfg_attr(doc, doc = include_str!("examples/blocking.md"))]
 #[repr(C)]
@@ -112,8 +115,11 @@ pub struct pool_blocking_metrics {
     pub spawn_failures: usize,
     /// The most threads at once since the pool was created.
     pub peak_threads: usize,
+    /// Submits refused with POOL_ERR_FULL (`pool_blocking_set_max_queued`). In the first of the
+    /// reserved words that 0.1 had.
+    pub tasks_refused: usize,
     /// Reserved for counters of later minor versions; written as 0.
-    pub reserved: [usize; POOL_RESERVED_WORDS],
+    pub reserved: [usize; POOL_BLOCKING_METRICS_RESERVED_WORDS],
 }
 
 impl From<BlockingMetrics> for pool_blocking_metrics {
@@ -128,7 +134,8 @@ impl From<BlockingMetrics> for pool_blocking_metrics {
             threads_exited: m.threads_exited,
             spawn_failures: m.spawn_failures,
             peak_threads: m.peak_threads,
-            reserved: [0; POOL_RESERVED_WORDS],
+            tasks_refused: m.tasks_refused,
+            reserved: [0; POOL_BLOCKING_METRICS_RESERVED_WORDS],
         }
     }
 }

@@ -44,9 +44,17 @@ pub struct pool_stats {
     pub injector_fetches: usize,
     /// Thread starts that failed (0 from `pool_worker_stats`).
     pub spawn_failures: usize,
+    /// Not a count but a reading: about how many tasks wait, in the whole pool (`pool_stats`:
+    /// the workers' own queues and the shared queue that outside submits go to) or in one
+    /// worker's own queues (`pool_worker_stats`). Approximate while the pool runs, exact when
+    /// nothing runs. In the first of the reserved words that 0.1 had.
+    pub queued: usize,
     /// Reserved for counters of later minor versions; written as 0.
-    pub reserved: [usize; POOL_RESERVED_WORDS],
+    pub reserved: [usize; POOL_STATS_RESERVED_WORDS],
 }
+
+/// The reserved words left in `struct pool_stats`: `queued` took the first.
+pub const POOL_STATS_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 1;
 
 impl From<Stats> for pool_stats {
     fn from(s: Stats) -> Self {
@@ -62,7 +70,8 @@ impl From<Stats> for pool_stats {
             lifo_hits: s.lifo_hits,
             injector_fetches: s.injector_fetches,
             spawn_failures: s.spawn_failures,
-            reserved: [0; POOL_RESERVED_WORDS],
+            queued: s.queued,
+            reserved: [0; POOL_STATS_RESERVED_WORDS],
         }
     }
 }
@@ -81,7 +90,8 @@ impl pool_stats {
             threads: 0,
             idle_threads: 0,
             spawn_failures: 0,
-            reserved: [0; POOL_RESERVED_WORDS],
+            queued: w.queued,
+            reserved: [0; POOL_STATS_RESERVED_WORDS],
         }
     }
 }

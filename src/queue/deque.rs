@@ -129,6 +129,13 @@ impl JoinDeque {
         b.wrapping_sub(t) as i32 <= 0
     }
 
+    /// About how many jobs are offered (for statistics; no fence, may be stale).
+    pub(crate) fn len_hint(&self) -> usize {
+        let t = self.top.load(Ordering::Relaxed);
+        let b = self.bottom.load(Ordering::Relaxed);
+        usize::try_from(b.wrapping_sub(t) as i32).unwrap_or(0)
+    }
+
     /// Steals the oldest job. Retries while it loses CAS races and jobs remain.
     pub(crate) fn steal(&self) -> Option<NonNull<Task>> {
         // Thieves scan every victim: skip the fence when there is clearly nothing.

@@ -55,6 +55,7 @@ impl Counters {
             parks: self.parks.get(),
             lifo_hits: self.lifo_hits.get(),
             injector_fetches: self.injector_fetches.get(),
+            queued: 0,
         }
     }
 }
@@ -93,6 +94,12 @@ pub struct WorkerStats {
     /// Batches fetched from the pool's injector (each takes up to half a ring of tasks: the
     /// worker's fair share of the queue).
     pub injector_fetches: usize,
+    /// Not a count but a reading, when the statistics were taken: about how many tasks wait
+    /// in this worker's own queues (its ring, LIFO slot and join deque; a join's latent half
+    /// is not offered yet and not counted), or, for the threads that are not workers, in the
+    /// pool's injector. Approximate while the pool runs (and the injector's count runs low
+    /// while several threads submit at once); exact when nothing runs.
+    pub queued: usize,
 }
 
 impl WorkerStats {
@@ -106,6 +113,7 @@ impl WorkerStats {
             parks: self.parks.wrapping_add(o.parks),
             lifo_hits: self.lifo_hits.wrapping_add(o.lifo_hits),
             injector_fetches: self.injector_fetches.wrapping_add(o.injector_fetches),
+            queued: self.queued.wrapping_add(o.queued),
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct Stats {
     pub injector_fetches: usize,
     /// Thread starts that failed.
     pub spawn_failures: usize,
+    /// Tasks waiting, read when the statistics were taken: the injector and every worker's
+    /// own queues (see [`WorkerStats::queued`]). Approximate while the pool runs.
+    pub queued: usize,
 }
 
 impl<S: Spawner> ThreadPool<S> {
@@ -66,11 +69,9 @@ impl<S: Spawner> ThreadPool<S> {
     pub fn stats(&self) -> Stats {
         let inner = self.inner();
         let s = inner.protocol.load(Ordering::Relaxed);
-        let mut total = inner.outside.snapshot();
+        let mut total = self.worker_stats(inner.worker_table.len()).unwrap_or_default();
         for index in 0..inner.worker_table.len() {
-            if let Some(worker) = inner.worker_at(index) {
-                total = total.sum(Worker::stats_of(worker).snapshot());
-            }
+            total = total.sum(self.worker_stats(index).unwrap_or_default());
         }
         Stats {
             threads: s.spawned() as usize,
@@ -86,6 +87,7 @@ impl<S: Spawner> ThreadPool<S> {
             lifo_hits: total.lifo_hits,
             injector_fetches: total.injector_fetches,
             spawn_failures: inner.stats_spawn_failed.load(Ordering::Relaxed),
+            queued: total.queued,
         }
     }
 
@@ -108,9 +110,10 @@ impl<S: Spawner> ThreadPool<S> {
         let inner = self.inner();
         let workers = inner.worker_table.len();
         Some(match inner.worker_at(index) {
-            Some(worker) => Worker::stats_of(worker).snapshot(),
+            // SAFETY: from the worker table.
+            Some(worker) => WorkerStats { queued: unsafe { Worker::queued_of(worker) }, ..Worker::stats_of(worker).snapshot() },
             None if index < workers => WorkerStats::default(),
-            None if index == workers => inner.outside.snapshot(),
+            None if index == workers => WorkerStats { queued: inner.injector.len(), ..inner.outside.snapshot() },
             None => return None,
         })
     }

@@ -76,6 +76,22 @@ impl<S: Spawner> Worker<S> {
         unsafe { &*ptr::addr_of!((*worker.as_ptr()).joins) }
     }
 
+    /// Any thread: about how many tasks wait in a worker's own queues (its ring, LIFO slot and
+    /// join deque; latent join frames are private and not counted), without a reference to
+    /// the whole `Worker` (as [`stats_of`](Self::stats_of)). For statistics: Relaxed and
+    /// Acquire loads, stale while the worker runs.
+    ///
+    /// # Safety
+    /// As [`joins_of`](Self::joins_of).
+    pub(crate) unsafe fn queued_of(worker: NonNull<Worker<S>>) -> usize {
+        // SAFETY: the caller's contract; only the `ring` and `lifo` fields are borrowed, and
+        // they are only ever accessed through atomics.
+        let (ring, lifo) = unsafe { (&*ptr::addr_of!((*worker.as_ptr()).ring), &*ptr::addr_of!((*worker.as_ptr()).lifo)) };
+        // SAFETY: the caller's contract.
+        let joins = unsafe { Self::joins_of(worker) }.len_hint();
+        ring.len() as usize + usize::from(!lifo.load(Ordering::Relaxed).is_null()) + joins
+    }
+
     /// Owner: whether its own queues (the ring, the LIFO slot) hold a task. A hint for the
     /// owner's decisions to notify or to hand a role on (Relaxed).
     #[inline]
