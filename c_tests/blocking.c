@@ -129,11 +129,12 @@ static void test_cap_and_keep_alive(void)
     for (int i = 0; i < N; i++)
         once &= atomic_load(&ran[i]) == 1 && atomic_load(&cancelled[i]) == 0;
     CHECK(once, "every task ran exactly once");
-    /* Keep-alive: back to zero threads. */
+    /* Keep-alive: back to zero threads. The counters are read one by one: a thread leaving gives
+     * its place back (threads) before it counts its exit (threads_exited), so wait for both. */
     double t0 = now_sec();
     do {
         pool_blocking_metrics(p, &m);
-        if (m.threads == 0)
+        if (m.threads == 0 && m.threads_spawned == m.threads_exited)
             break;
         sleep_us(1000);
     } while (now_sec() - t0 < 5.0);
