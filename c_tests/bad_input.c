@@ -266,9 +266,11 @@ int main(void)
     /* ---- pool_status_str ---- */
     {
         static const int codes[] = {POOL_OK, POOL_ERR_INVALID, POOL_ERR_SHUTDOWN, POOL_ERR_SPAWN,
-                                    POOL_ERR_NOMEM, POOL_ERR_PANIC};
-        static const int unknown[] = {1, 2, -6, -100, INT_MIN, INT_MAX};
-        const char *strs[6];
+                                    POOL_ERR_NOMEM, POOL_ERR_PANIC, POOL_ERR_RANGE, POOL_ERR_STARTED,
+                                    POOL_ERR_FORKED, POOL_ERR_FULL, POOL_ERR_BUSY};
+        enum { KNOWN = sizeof codes / sizeof codes[0] };
+        static const int unknown[] = {1, 2, -11, -100, INT_MIN, INT_MAX};
+        const char *strs[KNOWN];
         int j, distinct = 1;
         char msg[200];
         CHECK_EQ(POOL_OK, 0, "POOL_OK == 0");
@@ -277,22 +279,27 @@ int main(void)
         CHECK_EQ(POOL_ERR_SPAWN, -3, "POOL_ERR_SPAWN == -3");
         CHECK_EQ(POOL_ERR_NOMEM, -4, "POOL_ERR_NOMEM == -4");
         CHECK_EQ(POOL_ERR_PANIC, -5, "POOL_ERR_PANIC == -5");
-        for (i = 0; i < 6; i++) {
+        CHECK_EQ(POOL_ERR_RANGE, -6, "POOL_ERR_RANGE == -6");
+        CHECK_EQ(POOL_ERR_STARTED, -7, "POOL_ERR_STARTED == -7");
+        CHECK_EQ(POOL_ERR_FORKED, -8, "POOL_ERR_FORKED == -8");
+        CHECK_EQ(POOL_ERR_FULL, -9, "POOL_ERR_FULL == -9");
+        CHECK_EQ(POOL_ERR_BUSY, -10, "POOL_ERR_BUSY == -10");
+        for (i = 0; i < KNOWN; i++) {
             const char *s = pool_status_str(codes[i]);
             strs[i] = s;
             snprintf(msg, sizeof msg, "pool_status_str(%s = %d) = \"%s\": non-NULL, non-empty",
                      status_name(codes[i]), codes[i], s ? s : "(null)");
             CHECK(s != NULL && s[0] != '\0', msg);
         }
-        for (i = 0; i < 6; i++)
-            for (j = i + 1; j < 6; j++)
+        for (i = 0; i < KNOWN; i++)
+            for (j = i + 1; j < KNOWN; j++)
                 if (strs[i] == NULL || strs[j] == NULL || strcmp(strs[i], strs[j]) == 0)
                     distinct = 0;
         CHECK(distinct, "pool_status_str gives a distinct string for each known code");
         for (i = 0; i < 6; i++) {
             const char *s = pool_status_str(unknown[i]);
             int is_known = 0;
-            for (j = 0; j < 6; j++)
+            for (j = 0; j < KNOWN; j++)
                 if (s != NULL && strs[j] != NULL && strcmp(s, strs[j]) == 0)
                     is_known = 1;
             snprintf(msg, sizeof msg,

@@ -87,6 +87,19 @@ int main(void)
     CHECK_STATUS(pool_queue_init(&q, pool, 5, 0, NULL), POOL_ERR_INVALID, "init(width 5 on 4 threads)");
     CHECK_STATUS(pool_queue_init(&q, pool, 1, 0, NULL), POOL_OK, "init");
     CHECK_STATUS(pool_queue_submit(&q, NULL), POOL_ERR_INVALID, "submit(NULL)");
+    CHECK_STATUS(pool_queue_submit(NULL, &one.task), POOL_ERR_INVALID, "submit(NULL queue)");
+    struct task no_callback = { .callback = NULL };
+    CHECK_STATUS(pool_queue_submit(&q, &no_callback), POOL_ERR_INVALID, "submit(NULL callback)");
+    CHECK_STATUS(pool_queue_submit_timeout(NULL, &one.task, 0), POOL_ERR_INVALID, "submit_timeout(NULL queue)");
+    CHECK_STATUS(pool_queue_submit_timeout(&q, NULL, -1), POOL_ERR_INVALID, "submit_timeout(NULL task)");
+    CHECK_STATUS(pool_queue_submit_timeout(&q, &no_callback, 0), POOL_ERR_INVALID, "submit_timeout(NULL callback)");
+    CHECK_STATUS(pool_queue_cancel(NULL, &one.task), POOL_ERR_INVALID, "cancel(NULL queue)");
+    CHECK_STATUS(pool_queue_cancel(&q, NULL), POOL_ERR_INVALID, "cancel(NULL task)");
+    CHECK_STATUS(pool_queue_set_width(NULL, 1), POOL_ERR_INVALID, "set_width(NULL)");
+    CHECK_STATUS(pool_queue_set_width(&q, 5), POOL_ERR_INVALID, "set_width(5 on 4 threads)");
+    CHECK_STATUS(pool_queue_set_width(&q, (size_t)-1), POOL_ERR_INVALID, "set_width(SIZE_MAX)");
+    CHECK_STATUS(pool_queue_wait(NULL), POOL_ERR_INVALID, "wait(NULL)");
+    CHECK_STATUS(pool_queue_destroy(NULL), POOL_ERR_INVALID, "destroy(NULL)");
     CHECK_STATUS(pool_queue_cancel(&q, &one.task), POOL_ERR_BUSY, "cancel(never submitted)");
 
     /* 2. serial order */

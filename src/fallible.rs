@@ -45,6 +45,21 @@ fn alloc_block(layout: Layout) -> Result<NonNull<u8>, Error> {
     NonNull::new(unsafe { alloc::alloc::alloc(layout) }).ok_or(Error::OutOfMemory)
 }
 
+/// The value `init` writes in place, as a value: for tests and models of a type the pool
+/// itself only ever builds in place ([`try_box_in_place`]).
+///
+/// # Safety
+/// As `try_box_in_place`: `init` initialises the whole `T` at the pointer it is given.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) unsafe fn value_in_place<T>(init: unsafe fn(*mut T)) -> T {
+    let mut value = core::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: a local, aligned and writable; the caller's contract: `init` initialises it.
+    unsafe {
+        init(value.as_mut_ptr());
+        value.assume_init()
+    }
+}
+
 /// A `Box<T>` whose value `init` writes in place, or `Err(OutOfMemory)` (without calling
 /// `init`) if the allocator fails. For the large states (a pool's, a worker's: 2 KiB and more
 /// with their rings and timer wheel), which made as a value would be built on the caller's

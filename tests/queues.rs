@@ -5,6 +5,8 @@
 //! hanging) and counts every task's runs with a per-task counter (exactly once, or never for a
 //! cancelled one). Tasks that must block wait on a `Gate` the test opens a permit at a time.
 
+mod common;
+
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
@@ -13,21 +15,10 @@ use std::time::{Duration, Instant};
 
 use pool::{container_of, Config, Error, Queue, QueueConfig, Task, ThreadPool, ThreadSpawner};
 
-/// Runs `f` on its own thread and fails the test if it does not finish in `secs` seconds.
+/// `common::watchdog` (the test fails if `f` does not finish in `secs` seconds; a panic in it
+/// is the test's), for bodies that need no progress counter.
 fn watchdog<T: Send + 'static>(what: &'static str, secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::Builder::new().name(format!("watched:{what}")).spawn(move || tx.send(f()).unwrap()).unwrap();
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(v) => {
-            h.join().unwrap();
-            v
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match h.join() {
-            Err(p) => std::panic::resume_unwind(p),
-            Ok(()) => unreachable!(),
-        },
-        Err(_) => panic!("WATCHDOG: {what} did not finish in {secs} s (a stranded task?)"),
-    }
+    common::watchdog(what, common::watchdog_secs(secs), move |_| f())
 }
 
 /// Permits for blocking tasks: `pass` takes one (waiting for it), `open` adds some.

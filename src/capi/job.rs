@@ -132,10 +132,10 @@ fn job_op(worker: *mut PoolWorker, job: *mut PoolJob, op: JobOp) -> c_int {
         return POOL_ERR_INVALID as c_int;
     };
     let job = job.cast::<FnJob>();
-    // SAFETY: the contract of `pool_worker_fork` (pool.h): `worker` is this thread's context
-    // (of either type: repr(C), its head first), live until the code it was handed to
-    // returns; `PoolJob` has `FnJob`'s layout (asserted above). Its pool's address tells its
-    // type: only the global pool has `ThreadSpawner` here.
+    // `worker` is this thread's context (of either type: repr(C), its head first); its pool's
+    // address tells its type: only the global pool has `ThreadSpawner` here.
+    // SAFETY: `pool_worker_fork`'s contract (pool.h): `worker` is live until the code it was
+    // handed to returns; `PoolJob` has `FnJob`'s layout (asserted above).
     let done = unsafe {
         let head = ContextHead::of(worker.cast());
         // The paths that need no platform type first: an unrecorded fork and its join.

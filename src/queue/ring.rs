@@ -74,12 +74,8 @@ pub(crate) struct Stolen {
 impl Ring {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new() -> Self {
-        let mut this = core::mem::MaybeUninit::<Self>::uninit();
-        // SAFETY: a local, aligned and writable.
-        unsafe {
-            Self::init(this.as_mut_ptr());
-            this.assume_init()
-        }
+        // SAFETY: `init` writes every field of the value it is given (its contract).
+        unsafe { crate::fallible::value_in_place(Self::init) }
     }
 
     /// Writes an empty one at `dst`, in place: a worker holds it, and its 1 KiB of slots

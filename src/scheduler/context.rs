@@ -171,10 +171,9 @@ impl ContextHead {
     /// are all this crate's.
     #[cfg(feature = "std")]
     pub(crate) unsafe fn any_of(cx: *const ()) -> Option<AnyPool> {
-        // SAFETY: a non-null `cx` was stored by a pool's `worker_main` (a `WorkerContext<_>` in
-        // its frame, live while the thread runs the pool's loop, which encloses everything
-        // this thread runs meanwhile: a `ContextHead` first) or by a blocking pool's thread
-        // (its pool's mark, a null word, live while the thread runs).
+        // A non-null `cx` was stored by a pool's `worker_main` (a `WorkerContext<_>` in its
+        // frame, `ContextHead` first) or by a blocking pool's thread (its mark, a null word).
+        // SAFETY: either lives while this thread runs its pool's loop, which encloses this call.
         unsafe {
             let head = NonNull::new(cx.cast_mut())?.cast::<ContextHead>();
             let pool = *head.cast::<Option<NonNull<()>>>().as_ptr();
@@ -215,10 +214,9 @@ impl<S: Spawner> WorkerContext<S> {
                 frames: unsafe { FrameStack::new(NonNull::from(&worker.as_ref().demand)) },
             },
             handle: ManuallyDrop::new(ThreadPool { inner: NonNull::from(inner) }),
-            // SAFETY: a context is made once per worker, on the worker's own thread, and never
-            // leaves it (`new`'s contract, and the type is neither Send nor Sync): these are
-            // the only owner halves of the worker's queues, all on one thread; the worker, and
-            // so its queues, outlive the context (see `worker()`).
+            // A context is made once per worker, on its own thread, and never leaves it (neither
+            // Send nor Sync); the worker and its queues outlive it (see `worker()`).
+            // SAFETY: so these are the worker's only owner halves, all on one thread.
             ring: unsafe { worker.as_ref().ring.local() },
             // SAFETY: as above.
             joins: unsafe { worker.as_ref().joins.owner() },

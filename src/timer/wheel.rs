@@ -31,7 +31,6 @@
 //! read by anyone without it: the workers' tick end and their park decision (`scheduler`).
 
 use core::marker::PhantomPinned;
-use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
@@ -318,12 +317,8 @@ fn run_expired(batch: &mut Expired, shutdown: bool) {
 impl Timers {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new() -> Self {
-        let mut timers = MaybeUninit::<Self>::uninit();
-        // SAFETY: a local, aligned and writable.
-        unsafe {
-            Self::init(timers.as_mut_ptr());
-            timers.assume_init()
-        }
+        // SAFETY: `init` writes every field of the value it is given (its contract).
+        unsafe { crate::fallible::value_in_place(Self::init) }
     }
 
     /// Writes an empty wheel at `dst`, in place: the pool's state holds it, and its 1.5 KiB of
