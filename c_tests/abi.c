@@ -28,6 +28,7 @@ struct guarded_bconfig { struct pool_blocking_config s; uint64_t canary; };
 struct guarded_stats { struct pool_stats s; uint64_t canary; };
 struct guarded_metrics { struct pool_blocking_metrics s; uint64_t canary; };
 struct guarded_platform { struct pool_platform s; uint64_t canary; };
+struct guarded_qstats { struct pool_queue_stats s; uint64_t canary; };
 
 static size_t grown_word; /* what the first reserved word must hold after the library wrote it */
 
@@ -59,6 +60,7 @@ int main(void)
     CHECK_EQ(sizeof(struct pool_stats), (11 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_stats");
     CHECK_EQ(sizeof(struct pool_blocking_metrics), (9 + POOL_RESERVED_WORDS) * sizeof(size_t),
              "sizeof pool_blocking_metrics");
+    CHECK_EQ(sizeof(struct pool_queue_stats), (7 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_queue_stats");
     /* queued and tasks_refused took the first reserved word of 0.1's layouts: same sizes, same
      * offsets. */
     CHECK_EQ(offsetof(struct pool_stats, queued), 11 * sizeof(size_t), "offsetof pool_stats.queued");
@@ -115,6 +117,17 @@ int main(void)
     CHECK_STATUS(pool_worker_stats(pool, 0, &st.s), POOL_OK, "pool_worker_stats");
     check_reserved(st.s.reserved, "pool_worker_stats");
     CHECK(st.canary == CANARY, "pool_worker_stats wrote past struct pool_stats");
+    struct pool_queue q;
+    if (CHECK_STATUS(pool_queue_init(&q, pool, 1, 0, NULL), POOL_OK, "pool_queue_init")) {
+        struct guarded_qstats qs;
+        memset(&qs, 0xff, sizeof qs);
+        qs.canary = CANARY;
+        CHECK_STATUS(pool_queue_stats(&q, &qs.s), POOL_OK, "pool_queue_stats");
+        CHECK_EQ(qs.s.width, 1, "queue stats.width");
+        check_reserved(qs.s.reserved, "pool_queue_stats");
+        CHECK(qs.canary == CANARY, "pool_queue_stats wrote past its struct");
+        CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "pool_queue_destroy");
+    }
     pool_destroy(pool);
 
     struct pool_blocking *bp = NULL;

@@ -8,7 +8,8 @@
  *   3. the blockers-then-quick scenario on a width-4 queue of a pool of 4: 4 blockers, then
  *      16 quick tasks (malloc'd); no quick task starts while the blockers block; cancelling
  *      all 16 succeeds and each is freed at once (ASan / valgrind: no use after free); a
- *      second cancel is POOL_ERR_BUSY; none of them runs;
+ *      second cancel is POOL_ERR_BUSY; none of them runs; `pool_queue_stats` reads 4 running,
+ *      16 cancelled;
  *   4. a bounded queue (bound 2): POOL_ERR_FULL with the task untouched, a timed submit
  *      that times out, and destroy handing the waiting tasks to the cancel callback.
  *
@@ -148,6 +149,12 @@ int main(void)
         CHECK_STATUS(pool_queue_cancel(&q, t), POOL_ERR_BUSY, i == 0 ? "cancel twice (freed task, never read)" : NULL);
     }
     CHECK_EQ(cancelled, 16, "every quick task cancelled");
+    struct pool_queue_stats qs;
+    CHECK_STATUS(pool_queue_stats(NULL, &qs), POOL_ERR_INVALID, "stats(NULL queue)");
+    CHECK_STATUS(pool_queue_stats(&q, NULL), POOL_ERR_INVALID, "stats(NULL out)");
+    CHECK_STATUS(pool_queue_stats(&q, &qs), POOL_OK, "stats");
+    CHECK(qs.width == 4 && qs.running == 4 && qs.waiting == 0 && qs.started == 4 && qs.cancelled == 16 && qs.refused == 0,
+          "stats while the blockers run: width 4, 4 running, 4 started, 16 cancelled");
     atomic_store(&release, 1);
     CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait");
     CHECK_EQ(atomic_load(&started), 4, "no cancelled task ran");

@@ -574,6 +574,48 @@ struct pool_queue {
 };
 
 /**
+ * A queue's figures (`pool_queue_stats`), read together under the queue's lock: each exact
+ * at the moment of the call and consistent with the others (a pool's `pool_stats` are read
+ * without a lock and are approximate while it runs). All 0 in a child process that inherited
+ * the pool through `fork()`.
+ */
+struct pool_queue_stats {
+  /**
+   * At most this many tasks run at once (0: suspended).
+   */
+  size_t width;
+  /**
+   * At most this many tasks wait (0: unbounded).
+   */
+  size_t bound;
+  /**
+   * Tasks submitted and neither started nor cancelled.
+   */
+  size_t waiting;
+  /**
+   * Tasks started and not yet returned.
+   */
+  size_t running;
+  /**
+   * Tasks started since `pool_queue_init`.
+   */
+  size_t started;
+  /**
+   * Tasks removed by `pool_queue_cancel` (not those handed back by `pool_queue_destroy`).
+   */
+  size_t cancelled;
+  /**
+   * Submits that returned an error with the task not queued: POOL_ERR_FULL (a timed submit
+   * counted once, when it gives up) or the pool refusing the task (POOL_ERR_SHUTDOWN, ...).
+   */
+  size_t refused;
+  /**
+   * Reserved for figures of later minor versions; written as 0.
+   */
+  size_t reserved[POOL_RESERVED_WORDS];
+};
+
+/**
  * An I/O driver provided by the host (an event loop: epoll, kqueue, an RTOS event group).
  * Every function pointer must be non-NULL. The pool calls `poll` at its workers' tick ends and
  * `park` when one idle worker blocks in the driver instead of its parker, never two of them at
@@ -887,6 +929,12 @@ int pool_queue_init(struct pool_queue *queue,
  * tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
  */
 int pool_queue_set_width(struct pool_queue *queue, size_t width);
+
+/**
+ * Reads `queue`'s figures into `*out`. POOL_ERR_INVALID for a NULL argument (`*out`
+ * untouched). Callable from any thread, the queue's own tasks included.
+ */
+int pool_queue_stats(const struct pool_queue *queue, struct pool_queue_stats *out);
 
 /**
  * Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was

@@ -103,7 +103,7 @@ pub use scheduler::{
     Config, Stats, ThreadPool, WorkerContext, WorkerStats, DEFAULT_IDLE_SPINS, MAX_IDLE_SPINS,
 };
 pub use scheduler::MAX_THREADS;
-pub use queues::{Queue, QueueConfig};
+pub use queues::{Queue, QueueConfig, QueueStats};
 pub use task::{Batch, Callback, Task};
 
 #[cfg(feature = "std")]

@@ -197,7 +197,7 @@ fn serial_queue_leaves_other_threads_free() {
             .unwrap();
         }
         barrier.wait(); // three plain tasks ran at once beside the queue's blocked one
-        assert_eq!(queue.waiting(), 999);
+        assert_eq!(queue.stats().waiting, 999);
         probe.gate.open(1);
         queue.wait().unwrap();
         assert_eq!(*probe.started.lock().unwrap(), (0..1000).collect::<Vec<_>>());
@@ -226,11 +226,12 @@ fn blockers_then_quick_tasks_cancel_before_start() {
             let mut started = probe.started.lock().unwrap().clone();
             started.sort_unstable();
             assert_eq!(started, vec![0, 1, 2, 3], "a quick task started beside the blockers");
-            assert_eq!(queue.waiting(), 16);
+            assert_eq!(queue.stats().waiting, 16);
             for i in 4..20 {
                 assert_eq!(queue.cancel(task_of(&jobs, i)), Ok(()), "quick task {i}");
             }
-            assert_eq!(queue.waiting(), 0);
+            let stats = queue.stats();
+            assert_eq!((stats.waiting, stats.running, stats.started, stats.cancelled), (0, 4, 4, 16));
             assert_eq!(queue.cancel(task_of(&jobs, 4)), Err(Error::Busy), "cancelled twice");
             assert_eq!(queue.cancel(task_of(&jobs, 0)), Err(Error::Busy), "a running task");
             // The cancelled jobs are the caller's at once: reuse one as a fresh submit.
@@ -277,7 +278,7 @@ fn bounded_queue_refuses_when_full() {
                                 }
                                 Err(e) => panic!("{e:?}"),
                             }
-                            assert!(queue.waiting() <= 4, "over the bound");
+                            assert!(queue.stats().waiting <= 4, "over the bound");
                         }
                         (ok, full, refused)
                     })
@@ -289,7 +290,8 @@ fn bounded_queue_refuses_when_full() {
         let refused: usize = tallies.iter().map(|t| t.1).sum();
         assert_eq!(accepted + refused, 201);
         assert_eq!(accepted, 4, "the blocked task holds the width: exactly the bound waits");
-        assert_eq!(queue.waiting(), 4);
+        let stats = queue.stats();
+        assert_eq!((stats.waiting, stats.running, stats.started, stats.refused, stats.bound), (4, 1, 1, refused, 4));
         probe.gate.open(1);
         queue.wait().unwrap();
         // A place frees as tasks start: a refused job, untouched, is accepted now and runs once.
@@ -298,6 +300,7 @@ fn bounded_queue_refuses_when_full() {
         queue.wait().unwrap();
         let ran = jobs.iter().filter(|j| j.runs.load(Ordering::SeqCst) == 1).count();
         assert_eq!(ran, 1 + 4 + 1);
+        assert_eq!((queue.stats().started, queue.stats().cancelled), (ran, 0));
         assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) <= 1));
     });
 }
@@ -316,7 +319,7 @@ fn suspended_queue_holds_every_task_until_widened() {
         }
         thread::sleep(Duration::from_millis(50));
         assert_eq!(probe.started.lock().unwrap().len(), 0);
-        assert_eq!(queue.waiting(), 50);
+        assert_eq!(queue.stats().waiting, 50);
         assert_eq!(queue.set_width(3), Err(Error::InvalidArgument), "above the pool's threads");
         queue.set_width(1).unwrap();
         queue.wait().unwrap();
@@ -415,7 +418,7 @@ fn a_panicking_closure_frees_its_width_slot() {
         .unwrap();
         queue.wait().unwrap();
         assert_eq!(after.load(Ordering::SeqCst), 1);
-        assert_eq!(queue.running(), 0);
+        assert_eq!(queue.stats().running, 0);
         let with_cancel = Queue::new(&pool, QueueConfig::new(1).with_cancel(hand_back)).unwrap();
         assert_eq!(with_cancel.spawn(|| ()), Err(Error::InvalidArgument));
     });
@@ -512,7 +515,7 @@ fn width_changes_racing_submits_cancels_and_waits() {
             });
             s.spawn(move || {
                 while submitted.load(Ordering::SeqCst) < tasks.len() {
-                    if queue.width() > 0 && queue.waiting() == 0 {
+                    if queue.width() > 0 && queue.stats().waiting == 0 {
                         queue.wait().unwrap();
                     }
                     thread::yield_now();
@@ -525,7 +528,7 @@ fn width_changes_racing_submits_cancels_and_waits() {
             assert_eq!(runs + c, 1, "task {i}: ran {runs} times, cancelled {c} times");
         }
         assert!(probe.max.load(Ordering::SeqCst) <= 4);
-        assert_eq!((queue.waiting(), queue.running()), (0, 0));
+        assert_eq!((queue.stats().waiting, queue.stats().running), (0, 0));
         let c: usize = cancelled.iter().map(|c| c.load(Ordering::SeqCst)).sum();
         eprintln!("racing widths: {} ran, {c} cancelled", jobs.len() - c);
     });
@@ -564,7 +567,7 @@ fn an_inherited_queue_refuses_work_and_its_drop_returns() {
                 queue.cancel(waiting) == Err(Error::Forked),
                 queue.set_width(2) == Err(Error::Forked),
                 queue.wait() == Err(Error::Forked),
-                queue.waiting() == 0,
+                queue.stats().waiting == 0,
             ];
             let t = Instant::now();
             drop(queue);

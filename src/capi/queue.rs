@@ -15,7 +15,8 @@ use core::time::Duration;
 use super::pool::{borrow, CPool, Pool};
 use super::status::{boundary, pool_status::*, status};
 use super::task::{checked_task, CTask};
-use crate::queues::{Queue, QueueConfig};
+use super::config::POOL_RESERVED_WORDS;
+use crate::queues::{Queue, QueueConfig, QueueStats};
 use crate::task::Callback;
 
 /// Words in a `struct pool_queue`: room for the core queue (one pointer) and for growth
@@ -146,6 +147,54 @@ pub extern "C" fn pool_queue_wait(queue: *mut PoolQueue) -> c_int {
     })
 }
 
+/// A queue's figures (`pool_queue_stats`), read together under the queue's lock: each exact
+/// at the moment of the call and consistent with the others (a pool's `pool_stats` are read
+/// without a lock and are approximate while it runs). All 0 in a child process that inherited
+/// the pool through `fork()`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct pool_queue_stats {
+    /// At most this many tasks run at once (0: suspended).
+    pub width: usize,
+    /// At most this many tasks wait (0: unbounded).
+    pub bound: usize,
+    /// Tasks submitted and neither started nor cancelled.
+    pub waiting: usize,
+    /// Tasks started and not yet returned.
+    pub running: usize,
+    /// Tasks started since `pool_queue_init`.
+    pub started: usize,
+    /// Tasks removed by `pool_queue_cancel` (not those handed back by `pool_queue_destroy`).
+    pub cancelled: usize,
+    /// Submits that returned an error with the task not queued: POOL_ERR_FULL (a timed submit
+    /// counted once, when it gives up) or the pool refusing the task (POOL_ERR_SHUTDOWN, ...).
+    pub refused: usize,
+    /// Reserved for figures of later minor versions; written as 0.
+    pub reserved: [usize; POOL_RESERVED_WORDS],
+}
+
+impl From<QueueStats> for pool_queue_stats {
+    fn from(s: QueueStats) -> Self {
+        let QueueStats { width, bound, waiting, running, started, cancelled, refused } = s;
+        Self { width, bound, waiting, running, started, cancelled, refused, reserved: [0; POOL_RESERVED_WORDS] }
+    }
+}
+
+/// Reads `queue`'s figures into `*out`. POOL_ERR_INVALID for a NULL argument (`*out`
+/// untouched). Callable from any thread, the queue's own tasks included.
+#[no_mangle]
+pub extern "C" fn pool_queue_stats(queue: *const PoolQueue, out: *mut pool_queue_stats) -> c_int {
+    boundary(|| {
+        let (Some(queue), Some(out)) = (NonNull::new(queue.cast_mut()), NonNull::new(out)) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract).
+        let stats = unsafe { core_queue(queue) }.stats();
+        // SAFETY: non-null; the caller passes a writable `struct pool_queue_stats`.
+        unsafe { out.as_ptr().write(stats.into()) };
+        POOL_OK
+    })
+}
+
 /// Destroys `queue`: tasks still waiting are handed to its cancel callback (or run here, in
 /// order, without one) once the running ones have finished. POOL_ERR_INVALID for NULL, or from
 /// a task of this queue (nothing changed).
@@ -194,12 +243,19 @@ mod tests {
         assert_eq!(pool_queue_submit_timeout(&mut q, p[2], 1_000_000), POOL_ERR_FULL as c_int);
         assert_eq!(pool_queue_cancel(&mut q, p[1]), 0);
         assert_eq!(pool_queue_cancel(&mut q, p[1]), POOL_ERR_BUSY as c_int);
+        let mut st = pool_queue_stats::default();
+        assert_eq!(pool_queue_stats(&q, core::ptr::null_mut()), POOL_ERR_INVALID as c_int);
+        assert_eq!(pool_queue_stats(&q, &mut st), 0);
+        let want = pool_queue_stats { width: 0, bound: 2, waiting: 1, running: 0, started: 0, cancelled: 1, refused: 2, ..Default::default() };
+        assert_eq!(st, want, "a suspended queue: one waits, one cancelled, two refused (FULL, timed FULL)");
         // SAFETY: a static NUL-terminated string.
         let text = unsafe { core::ffi::CStr::from_ptr(crate::capi::pool_status_str(POOL_ERR_BUSY as c_int)) };
         assert_eq!(text.to_str(), Ok("task is not waiting in the queue"));
         assert_eq!(pool_queue_set_width(&mut q, 1), 0);
         assert_eq!(pool_queue_wait(&mut q), 0);
         assert_eq!(RAN.load(Ordering::SeqCst), 1);
+        assert_eq!(pool_queue_stats(&q, &mut st), 0);
+        assert_eq!((st.width, st.waiting, st.running, st.started), (1, 0, 0, 1));
         assert_eq!(pool_queue_destroy(&mut q), 0);
         pool_destroy(pool); // after its queue
 

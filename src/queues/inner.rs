@@ -37,6 +37,11 @@ pub(super) struct State {
     /// Submitters waiting for a place in a full queue (`Queue::submit_timeout`), one woken per
     /// place freed.
     pub(super) places: *const Waiter,
+    /// Tasks started, cancelled and refused since the queue was made (`Queue::stats`): kept
+    /// apart from the admission, whose states must stay few enough to enumerate.
+    pub(super) started: usize,
+    pub(super) cancelled: usize,
+    pub(super) refused: usize,
 }
 
 // SAFETY: the list, the idle runners and the waiter chain are pointers handed between threads
@@ -113,6 +118,11 @@ impl<S: Spawner> Inner<S> {
 }
 
 impl State {
+    pub(super) fn new(width: usize, bound: usize) -> Self {
+        let adm = Admission::new(width, bound);
+        Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), started: 0, cancelled: 0, refused: 0 }
+    }
+
     pub(super) fn take_waiters(&mut self) -> *const Waiter {
         core::mem::replace(&mut self.waiters, ptr::null())
     }
@@ -225,7 +235,10 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
             let mut st = unsafe { (*queue).lock() };
             let step = st.adm.take(finished, left > 0);
             match step {
-                Step::Run => (step, st.waiting.pop(), st.take_place()),
+                Step::Run => {
+                    st.started += 1;
+                    (step, st.waiting.pop(), st.take_place())
+                }
                 Step::Yield => (step, None, ptr::null()),
                 Step::End { idle } => {
                     // SAFETY: this runner's task is its callback's until handed on: now to

@@ -48,15 +48,13 @@ use core::ptr::{self, NonNull};
 
 use alloc::boxed::Box;
 
-use self::admission::Admission;
-use self::list::List;
 use self::inner::{wake, Inner, Runner, State};
 use crate::error::Error;
 use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::Spawner;
 use crate::scheduler::ThreadPool;
 use crate::sync::{Ordering, TryLock};
-use crate::task::{Batch, Callback, Task};
+use crate::task::{Callback, Task};
 
 /// A queue's settings: [`width`](Self::new), [`bound`](Self::with_bound) and
 /// [`cancel`](Self::with_cancel) callback.
@@ -86,6 +84,28 @@ impl QueueConfig {
         self.cancel = Some(cancel);
         self
     }
+}
+
+/// A queue's figures ([`Queue::stats`]), read together under the queue's lock: exact at the
+/// moment of the call and consistent with each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// At most this many tasks run at once (0: suspended).
+    pub width: usize,
+    /// At most this many tasks wait (0: unbounded).
+    pub bound: usize,
+    /// Tasks submitted and neither started nor cancelled.
+    pub waiting: usize,
+    /// Tasks started and not yet returned.
+    pub running: usize,
+    /// Tasks started since the queue was made.
+    pub started: usize,
+    /// Tasks removed by [`Queue::cancel`] (not those handed back when the queue is dropped).
+    pub cancelled: usize,
+    /// Submits that returned an error with the task not queued: the queue full
+    /// ([`Error::Full`], a timed submit counted once, when it gives up) or the pool refusing
+    /// the task's runner.
+    pub refused: usize,
 }
 
 /// A FIFO queue of intrusive [`Task`]s that runs at most `width` of them at once on a pool's
@@ -152,8 +172,7 @@ unsafe impl<S: Spawner> Sync for Queue<'_, S> {}
 
 impl<S: Spawner> core::fmt::Debug for Queue<'_, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let adm = self.counts();
-        f.debug_struct("Queue").field("admission", &adm).finish()
+        f.debug_struct("Queue").field("stats", &self.stats()).finish()
     }
 }
 
@@ -168,8 +187,8 @@ impl<'a, S: Spawner> Queue<'a, S> {
         if config.width > slots {
             return Err(Error::InvalidArgument);
         }
-        let state = State { adm: Admission::new(config.width, config.bound), waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null() };
-        let inner = try_box(Inner { pool: core::mem::ManuallyDrop::new(ThreadPool { inner: pool.inner }), state: TryLock::new(state), cancel: config.cancel, runners: Box::new([]) })?;
+        let state = TryLock::new(State::new(config.width, config.bound));
+        let inner = try_box(Inner { pool: core::mem::ManuallyDrop::new(ThreadPool { inner: pool.inner }), state, cancel: config.cancel, runners: Box::new([]) })?;
         let inner = NonNull::from(Box::leak(inner));
         // SAFETY: `inner` was just leaked and is ours alone; the runners point back to it.
         unsafe {
@@ -273,6 +292,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
             if !st.waiting.remove(task) {
                 return Err(Error::Busy);
             }
+            st.cancelled += 1;
             let place = st.take_place();
             (if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }, place)
         };
@@ -331,28 +351,21 @@ impl<'a, S: Spawner> Queue<'a, S> {
         Err(e)
     }
 
-    /// The counts, read under the lock; all 0 in a child that inherited the pool through
-    /// `fork()` (its lock may have been held by a thread of the parent).
-    fn counts(&self) -> Admission {
+    /// The queue's figures, read together under its lock: each exact at the moment of the
+    /// call and consistent with the others. All 0 in a child that inherited the pool through
+    /// `fork()` (the lock may have been held by a thread of the parent).
+    pub fn stats(&self) -> QueueStats {
         if self.inner().inherited() {
-            return Admission::new(0, 0);
+            return QueueStats::default();
         }
-        self.inner().lock().adm
+        let st = self.inner().lock();
+        let a = st.adm;
+        QueueStats { width: a.width, bound: a.bound, waiting: a.waiting, running: a.running, started: st.started, cancelled: st.cancelled, refused: st.refused }
     }
 
     /// The current width (0 in a child that inherited the pool through `fork()`).
     pub fn width(&self) -> usize {
-        self.counts().width
-    }
-
-    /// Tasks waiting (submitted, not started, not cancelled): exact at the moment of the call.
-    pub fn waiting(&self) -> usize {
-        self.counts().waiting
-    }
-
-    /// Tasks running now: exact at the moment of the call.
-    pub fn running(&self) -> usize {
-        self.counts().running
+        self.stats().width
     }
 
     /// Waits until every task submitted so far has finished or been cancelled (and tasks

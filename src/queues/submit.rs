@@ -77,8 +77,12 @@ impl<S: Spawner> Queue<'_, S> {
             if inner.pool().wait_until(Until { signal: &place.signal, thief: None, deadline }) {
                 continue;
             }
-            if inner.lock().unlink_place(&place) {
-                return Err(Error::Full);
+            {
+                let mut st = inner.lock();
+                if st.unlink_place(&place) {
+                    st.refused += 1;
+                    return Err(Error::Full);
+                }
             }
             // A waker took the node: it sets the signal soon, and the place is ours to try.
             inner.pool().wait_for(&place.signal);
@@ -101,8 +105,9 @@ impl<S: Spawner> Queue<'_, S> {
         let runner = {
             let mut st = inner.lock();
             let Ok(grew) = st.adm.submit() else {
-                if let Some(place) = place {
-                    st.register_place(place);
+                match place {
+                    Some(place) => st.register_place(place),
+                    None => st.refused += 1,
                 }
                 return Err(Error::Full);
             };
@@ -123,6 +128,7 @@ impl<S: Spawner> Queue<'_, S> {
             unsafe { st.idle.push(runner) };
             let idle = st.adm.refused();
             let removed = st.waiting.remove(task);
+            st.refused += usize::from(removed);
             let idle = if removed { st.adm.remove(1) } else { idle };
             let place = if removed { st.take_place() } else { ptr::null() };
             (removed, if idle { st.take_waiters() } else { ptr::null() }, place)
