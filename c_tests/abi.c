@@ -60,6 +60,9 @@ int main(void)
     CHECK_EQ(sizeof(struct pool_stats), (11 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_stats");
     CHECK_EQ(sizeof(struct pool_blocking_metrics), (9 + POOL_RESERVED_WORDS) * sizeof(size_t),
              "sizeof pool_blocking_metrics");
+    CHECK_EQ(offsetof(struct pool_config, min_threads) + sizeof(size_t), offsetof(struct pool_config, reserved),
+             "pool_config.min_threads just before the reserved words");
+    CHECK_EQ(POOL_CONFIG_RESERVED_WORDS, POOL_RESERVED_WORDS - 1, "POOL_CONFIG_RESERVED_WORDS");
     CHECK_EQ(sizeof(struct pool_queue_stats), (7 + POOL_RESERVED_WORDS) * sizeof(size_t), "sizeof pool_queue_stats");
     /* queued and tasks_refused took the first reserved word of 0.1's layouts: same sizes, same
      * offsets. */
@@ -148,7 +151,7 @@ int main(void)
      * reserved word here): refused, nothing created. */
     struct pool_config newer;
     pool_config_init(&newer);
-    newer.reserved[POOL_RESERVED_WORDS - 1] = 1;
+    newer.reserved[POOL_CONFIG_RESERVED_WORDS - 1] = 1;
     struct pool *sentinel = (struct pool *)(uintptr_t)0x1234, *out = sentinel;
     CHECK_STATUS(pool_create(&newer, &out), POOL_ERR_INVALID, "pool_create with a reserved word set");
     CHECK(out == sentinel, "pool_create wrote *out on error");

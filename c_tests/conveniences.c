@@ -153,6 +153,45 @@ static void test_names_and_hooks(void)
     pool_destroy(pool);
 }
 
+/* ---- prestart (pool_config.min_threads) ------------------------------------------------------ */
+
+struct named_hooks { atomic_int started; char names[4][16]; };
+static void on_start_named(void *ctx)
+{
+    struct named_hooks *h = ctx;
+    int i = atomic_fetch_add(&h->started, 1);
+    if (i < 4)
+        pthread_getname_np(pthread_self(), h->names[i], sizeof h->names[i]);
+}
+
+/* When pool_create returns, each of min_threads threads has started, is named and has run
+ * on_thread_start; above the thread limit min_threads is refused. */
+static void test_prestart(void)
+{
+    static struct named_hooks h;
+    struct pool_config cfg;
+    struct pool *pool = NULL;
+    pool_config_init(&cfg);
+    CHECK_EQ(cfg.min_threads, 0, "pool_config_init: min_threads 0");
+    cfg.max_threads = 4;
+    cfg.min_threads = 5;
+    CHECK_STATUS(pool_create(&cfg, &pool), POOL_ERR_INVALID, "min_threads above max_threads");
+    cfg.min_threads = 3;
+    cfg.thread_name_prefix = "pre-";
+    cfg.on_thread_start = on_start_named;
+    cfg.hook_context = &h;
+    if (!CHECK_STATUS(pool_create(&cfg, &pool), POOL_OK, "create with min_threads 3")) return;
+    CHECK_EQ(atomic_load(&h.started), 3, "3 threads hooked when pool_create returned");
+    int named = 0;
+    for (int i = 0; i < 3; i++)
+        named += strcmp(h.names[i], "pre-0") == 0 || strcmp(h.names[i], "pre-1") == 0 || strcmp(h.names[i], "pre-2") == 0;
+    CHECK_EQ(named, 3, "each prestarted thread named pre-0..pre-2");
+    struct pool_stats st;
+    CHECK_STATUS(pool_stats(pool, &st), POOL_OK, "stats");
+    CHECK_EQ(st.threads, 3, "stats.threads after create");
+    pool_destroy(pool);
+}
+
 /* ---- pool_wait_idle ----------------------------------------------------------------------- */
 
 static atomic_long idle_runs;
@@ -240,5 +279,6 @@ int main(void)
     test_wait_idle(pool);
     pool_destroy(pool);
     test_names_and_hooks();
+    test_prestart();
     return test_finish();
 }

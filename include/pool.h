@@ -60,6 +60,11 @@
 #define POOL_BLOCKING_METRICS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
 
 /**
+ * The reserved words left in `struct pool_config`: `min_threads` took the first.
+ */
+#define POOL_CONFIG_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
+
+/**
  * `pool_config.idle_spins` as `pool_config_init` sets it.
  */
 #define POOL_DEFAULT_IDLE_SPINS 256
@@ -394,9 +399,18 @@ struct pool_config {
    */
   void *hook_context;
   /**
+   * Threads `pool_create` starts before it returns: each has been started, named and
+   * hooked (`on_thread_start` has returned on it) and waits for work, parked. 0 (the
+   * default): threads start as work waits for them. At most the thread limit
+   * (`max_threads`, or the CPUs it defaults to). A thread that cannot start makes
+   * `pool_create` fail with POOL_ERR_SPAWN, after joining those that did. In the first of
+   * the reserved words that 0.1 had.
+   */
+  size_t min_threads;
+  /**
    * Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
    */
-  size_t reserved[POOL_RESERVED_WORDS];
+  size_t reserved[POOL_CONFIG_RESERVED_WORDS];
 };
 
 /**
@@ -753,9 +767,12 @@ void pool_config_init(struct pool_config *config);
 
 /**
  * Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
- * the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
- * Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
- * word, POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
+ * the caller owns and frees with `pool_destroy`. It starts `config->min_threads` threads
+ * and waits until each has run `on_thread_start`; the others start as work is submitted.
+ * Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field (`min_threads` above
+ * the thread limit) or a non-zero reserved word, POOL_ERR_NOMEM when memory runs out,
+ * POOL_ERR_SPAWN when one of the `min_threads` could not start (`*out` untouched, nothing
+ * allocated, no thread left running).
  */
 int pool_create(const struct pool_config *config, struct pool **out);
 
@@ -763,8 +780,10 @@ int pool_create(const struct pool_config *config, struct pool **out);
  * Creates a pool whose threads, parking and waking come from the host's `platform`
  * (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
  * `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
- * `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
- * submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+ * `*out` receives the pool; free it with `pool_destroy`. It starts `config->min_threads`
+ * threads through the platform and waits until each has entered the pool; the others start
+ * as work is submitted. Returns POOL_ERR_SPAWN when one of those could not start (the
+ * others are joined), POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
  * non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
  * out (`*out` untouched).
  */

@@ -57,7 +57,11 @@ struct Faulty<P: Parker + Default + 'static> {
 
 impl<P: Parker + Default + 'static> Faulty<P> {
     fn new(policy: Policy) -> Self {
-        Self { inner: ThreadSpawner::new(), policy, rng: AtomicU64::new(0x2545_F491_4F6C_DD1D), counts: Arc::default() }
+        Self::around(ThreadSpawner::new(), policy)
+    }
+
+    fn around(inner: ThreadSpawner<P>, policy: Policy) -> Self {
+        Self { inner, policy, rng: AtomicU64::new(0x2545_F491_4F6C_DD1D), counts: Arc::default() }
     }
 
     fn fails(&self, call: usize) -> bool {
@@ -164,6 +168,59 @@ fn spawn_fails_from_the_kth_on() {
             let _ = counts;
             shutdown_race_with(p, &|| Faulty::<FutexParker>::new(Policy::FailFrom(k)), scaled_min(100, 2), 3, scaled_min(500, 30), "fail-from-k", false);
             tree(p, ThreadPool::with_spawner(config(4), Faulty::<CondvarParker>::new(Policy::FailFrom(k))).unwrap(), depth, TreeMode::Lifo, false);
+        }
+    });
+}
+
+/// `min_threads`: when the constructor returns, every one of them has started, has its name and
+/// has run the start hook, and they go idle by parking; above the thread limit it is refused.
+#[test]
+fn prestart_starts_names_and_hooks_every_thread() {
+    let _g = common::shared();
+    watchdog("prestart", watchdog_secs(30), |_| {
+        let names = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hooked = Arc::clone(&names);
+        let spawner: ThreadSpawner = ThreadSpawner::name_prefix("pre")
+            .on_thread_start(move || hooked.lock().unwrap().push(std::thread::current().name().map(String::from)));
+        let pool = ThreadPool::with_spawner(config(4).with_min_threads(3), spawner).unwrap();
+        let mut seen = names.lock().unwrap().clone();
+        seen.sort();
+        assert_eq!(seen, ["pre0", "pre1", "pre2"].map(|n| Some(n.to_string())), "started, named and hooked before the constructor returned");
+        assert_eq!(pool.stats().threads, 3);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while pool.stats().idle_threads < 3 || pool.stats().parks < 3 {
+            assert!(std::time::Instant::now() < until, "the prestarted threads never parked: {:?}", pool.stats());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.spawn(move || tx.send(()).unwrap()).unwrap();
+        rx.recv().unwrap();
+        assert!(pool.stats().threads <= 4);
+        let refused = ThreadPool::with_spawner(config(4).with_min_threads(5), ThreadSpawner::<FutexParker>::new());
+        assert_eq!(refused.err(), Some(Error::InvalidArgument), "min_threads above max_threads");
+    });
+}
+
+/// A prestart thread that cannot start makes the constructor fail with `Error::Spawn` after
+/// joining the threads that did start (each one's stop hook has run when it returns).
+#[test]
+fn prestart_failure_fails_create_and_joins_the_started() {
+    let _g = common::shared();
+    watchdog("prestart failure", watchdog_secs(30), |_| {
+        for k in 0..3 {
+            let started = Arc::new(AtomicUsize::new(0));
+            let stopped = Arc::new(AtomicUsize::new(0));
+            let (s, t) = (Arc::clone(&started), Arc::clone(&stopped));
+            let inner = ThreadSpawner::<FutexParker>::new()
+                .on_thread_start(move || {
+                    s.fetch_add(1, Ordering::SeqCst);
+                })
+                .on_thread_stop(move || {
+                    t.fetch_add(1, Ordering::SeqCst);
+                });
+            let made = ThreadPool::with_spawner(config(4).with_min_threads(3), Faulty::around(inner, Policy::FailFrom(k)));
+            assert_eq!(made.err(), Some(Error::Spawn), "k = {k}");
+            assert_eq!((started.load(Ordering::SeqCst), stopped.load(Ordering::SeqCst)), (k, k), "k = {k}: every started thread joined");
         }
     });
 }

@@ -37,9 +37,19 @@ pub struct PoolConfig {
     /// threads at once. The hooks and `hook_context` must stay valid until `pool_shutdown` or
     /// `pool_destroy` returns (both wait for every worker thread to exit).
     pub hook_context: *mut c_void,
+    /// Threads `pool_create` starts before it returns: each has been started, named and
+    /// hooked (`on_thread_start` has returned on it) and waits for work, parked. 0 (the
+    /// default): threads start as work waits for them. At most the thread limit
+    /// (`max_threads`, or the CPUs it defaults to). A thread that cannot start makes
+    /// `pool_create` fail with POOL_ERR_SPAWN, after joining those that did. In the first of
+    /// the reserved words that 0.1 had.
+    pub min_threads: usize,
     /// Reserved for fields of later minor versions: 0 (as `pool_config_init` leaves it).
-    pub reserved: [usize; POOL_RESERVED_WORDS],
+    pub reserved: [usize; POOL_CONFIG_RESERVED_WORDS],
 }
+
+/// The reserved words left in `struct pool_config`: `min_threads` took the first.
+pub const POOL_CONFIG_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 1;
 
 /// Words of reserved space at the end of every struct the caller allocates and the library
 /// reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
@@ -91,6 +101,7 @@ impl PoolConfig {
         on_thread_start: None,
         on_thread_stop: None,
         hook_context: ptr::null_mut(),
-        reserved: [0; POOL_RESERVED_WORDS],
+        min_threads: 0,
+        reserved: [0; POOL_CONFIG_RESERVED_WORDS],
     };
 }

@@ -42,9 +42,12 @@ pub(super) unsafe fn inherited(pool: NonNull<Pool>) -> bool {
 }
 
 /// Creates a pool. `config` may be NULL (defaults). On success `*out` receives the pool, which
-/// the caller owns and frees with `pool_destroy`. No thread starts until work is submitted.
-/// Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field or a non-zero reserved
-/// word, POOL_ERR_NOMEM when memory runs out (`*out` untouched, nothing allocated).
+/// the caller owns and frees with `pool_destroy`. It starts `config->min_threads` threads
+/// and waits until each has run `on_thread_start`; the others start as work is submitted.
+/// Returns POOL_ERR_INVALID for a NULL `out`, an out-of-range field (`min_threads` above
+/// the thread limit) or a non-zero reserved word, POOL_ERR_NOMEM when memory runs out,
+/// POOL_ERR_SPAWN when one of the `min_threads` could not start (`*out` untouched, nothing
+/// allocated, no thread left running).
 #[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) -> c_int {
@@ -54,8 +57,10 @@ pub extern "C" fn pool_create(config: *const PoolConfig, out: *mut *mut Pool) ->
 /// Creates a pool whose threads, parking and waking come from the host's `platform`
 /// (copied; the callbacks and `context` must stay valid until `pool_destroy` returns).
 /// `config` may be NULL (defaults; `max_threads` 0 = the CPUs the OS reports). On success
-/// `*out` receives the pool; free it with `pool_destroy`. No thread starts until work is
-/// submitted. Returns POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
+/// `*out` receives the pool; free it with `pool_destroy`. It starts `config->min_threads`
+/// threads through the platform and waits until each has entered the pool; the others start
+/// as work is submitted. Returns POOL_ERR_SPAWN when one of those could not start (the
+/// others are joined), POOL_ERR_INVALID for a NULL `platform` or `out`, any NULL callback, a
 /// non-zero reserved word, or an out-of-range config field; POOL_ERR_NOMEM when memory runs
 /// out (`*out` untouched).
 #[cfg_attr(doc, doc = include_str!("examples/platform.md"))]
@@ -111,7 +116,7 @@ pub(super) fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: 
         platform::CSpawner::Host(_) => config.stack_size,
     };
     let config =
-        Config::new().with_max_threads(config.max_threads).with_stack_size(stack_size).with_idle_spins(config.idle_spins);
+        Config::new().with_max_threads(config.max_threads).with_stack_size(stack_size).with_idle_spins(config.idle_spins).with_min_threads(config.min_threads);
     match CPool::with_spawner(config, spawner) {
         Ok(pool) => {
             let raw = pool.into_raw();

@@ -34,6 +34,13 @@ pub struct Config {
     /// [`MAX_IDLE_SPINS`](crate::MAX_IDLE_SPINS); default
     /// [`DEFAULT_IDLE_SPINS`](crate::DEFAULT_IDLE_SPINS).
     pub idle_spins: u32,
+    /// Threads started before the pool is handed out: each has been started, named and hooked
+    /// by the spawner (with `std`: [`ThreadSpawner::on_thread_start`](crate::ThreadSpawner::on_thread_start)
+    /// has run on it) and is waiting for work by parking when the constructor returns. A start
+    /// that fails makes the constructor fail ([`Error::Spawn`](crate::Error::Spawn)) after
+    /// the threads already started have been joined. Default 0: threads start as work waits
+    /// for them. At most the pool's thread limit (`max_threads`, or the CPUs it defaults to).
+    pub min_threads: usize,
 }
 
 /// [`Config::idle_spins`]'s default: 256 rounds, about 7 µs on the machine it was measured on
@@ -48,7 +55,7 @@ pub const MAX_IDLE_SPINS: u32 = 1 << 20;
 impl Config {
     /// The defaults (as [`Default::default`], usable in a `const`).
     pub const fn new() -> Self {
-        Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS }
+        Self { max_threads: 0, stack_size: 0, idle_spins: DEFAULT_IDLE_SPINS, min_threads: 0 }
     }
 
     /// Sets [`max_threads`](Self::max_threads).
@@ -62,6 +69,13 @@ impl Config {
     #[must_use]
     pub const fn with_stack_size(mut self, stack_size: usize) -> Self {
         self.stack_size = stack_size;
+        self
+    }
+
+    /// Sets [`min_threads`](Self::min_threads).
+    #[must_use]
+    pub const fn with_min_threads(mut self, min_threads: usize) -> Self {
+        self.min_threads = min_threads;
         self
     }
 

@@ -55,11 +55,14 @@ impl<S: Spawner> fmt::Debug for ThreadPool<S> {
 }
 
 impl<S: Spawner> ThreadPool<S> {
-    /// Builds a pool on the given platform. No thread starts until the first submit.
+    /// Builds a pool on the given platform. It starts [`Config::min_threads`] threads and
+    /// waits for them; the others start as work waits for them.
     ///
     /// Fails with [`Error::InvalidArgument`] if `max_threads` exceeds
-    /// [`MAX_THREADS`](crate::MAX_THREADS), and with [`Error::OutOfMemory`] if the allocator
-    /// fails (nothing is left allocated).
+    /// [`MAX_THREADS`](crate::MAX_THREADS) or `min_threads` exceeds the thread limit, with
+    /// [`Error::OutOfMemory`] if the allocator fails, and with [`Error::Spawn`] if one of
+    /// the `min_threads` could not start (nothing is left allocated and no thread left
+    /// running).
     ///
     /// On `std`, with the OS-thread spawner and named threads (a `no_std` host passes its own
     /// [`Spawner`]: see that trait's example):
@@ -75,10 +78,25 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn with_spawner(config: Config, spawner: S) -> Result<Self, Error> {
+        // Read before `config` is lent out, so that a constant 0 folds the prestart away.
+        let min_threads = config.min_threads;
         let inner = Box::leak(Inner::build_boxed(config, spawner)?);
         // SAFETY: boxed, so the link stays put until `Inner`'s drop untracks it.
         unsafe { inner.spawner.track_pool(NonNull::from(&inner.link)) };
-        Ok(Self { inner: NonNull::from(inner) })
+        let pool = Self { inner: NonNull::from(inner) };
+        if min_threads != 0 {
+            return pool.prestarted(min_threads);
+        }
+        Ok(pool)
+    }
+
+    /// `with_spawner`'s prestart (`Config::min_threads`), out of line: a failed start drops
+    /// the pool, whose shutdown joins the threads that started.
+    #[cold]
+    #[inline(never)]
+    fn prestarted(self, min_threads: usize) -> Result<Self, Error> {
+        self.inner().prestart(min_threads)?;
+        Ok(self)
     }
 
     #[inline]

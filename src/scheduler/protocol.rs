@@ -193,6 +193,13 @@ impl Protocol {
         }
     }
 
+    /// Counts a thread the constructor starts (`Inner::prestart`): its place in `spawned`, as
+    /// a notify's `Spawn` counts it, before any other thread can reach the word.
+    #[cold]
+    pub(crate) fn count_spawn(&self) {
+        self.sync.fetch_add(Sync::ONE_SPAWNED, Ordering::Relaxed);
+    }
+
     /// A thread leaves for good (`spawned - 1`); true if it was the last of a pool shutting
     /// down (the caller wakes the joiner).
     pub(crate) fn leave(&self) -> bool {

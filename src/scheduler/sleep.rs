@@ -26,8 +26,9 @@ use super::inner::Inner;
 use super::protocol::WaitOutcome;
 use super::sync_word::{State, WaitEnd, Waiter, Wake};
 use super::worker::Worker;
+use crate::error::Error;
 use crate::platform::{Parker, Spawner};
-use crate::sync::{spin_hint, Ordering};
+use crate::sync::{spin_hint, Backoff, Ordering};
 
 /// How `wait_or` ended.
 #[derive(Debug)]
@@ -131,6 +132,34 @@ impl<S: Spawner> Inner<S> {
         if self.protocol.spawn_failed() {
             self.join_parker.unpark();
         }
+    }
+
+    /// Starts `n` threads (`Config::min_threads`) before the pool is handed out, and returns
+    /// once each has registered (after its spawner's start hook), to go idle and park as any
+    /// worker without work. The wait sleeps between looks (a backoff from 10 to 200 µs, about
+    /// what a thread start takes) rather than being woken, so that the workers' start, shared
+    /// with every lazily started thread, carries no wake for it. No other thread can reach the
+    /// pool yet, so nothing races the places it counts, and a failed start is the only one
+    /// counted: `Error::Spawn` (the caller's drop of the pool joins the threads that did
+    /// start). `Error::InvalidArgument` (nothing started) above the pool's thread limit.
+    #[cold]
+    pub(crate) fn prestart(&self, n: usize) -> Result<(), Error> {
+        if n > self.worker_table.len() {
+            return Err(Error::InvalidArgument);
+        }
+        for _ in 0..n {
+            self.protocol.count_spawn();
+            self.spawn_worker();
+            if self.stats_spawn_failed.load(Ordering::Relaxed) != 0 {
+                return Err(Error::Spawn);
+            }
+        }
+        let mut backoff = Backoff::new(10, 200);
+        // Acquire: pairs with the Release increment in `register`.
+        while self.next_index.load(Ordering::Acquire) < n {
+            backoff.snooze(&self.join_parker);
+        }
+        Ok(())
     }
 
     /// Called by a worker that found no work: goes idle (raising the other workers' hungry

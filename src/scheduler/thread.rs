@@ -71,7 +71,9 @@ impl<S: Spawner> Inner<S> {
 
     /// Gives this thread's worker (from `alloc_worker`) its slot and links it into the pool.
     fn register(&self, worker: NonNull<Worker<S>>) {
-        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
+        // Release: what this thread did before (its spawner's start hook) is visible to a
+        // constructor that waits for the count (`prestart`).
+        let index = self.next_index.fetch_add(1, Ordering::Release);
         // `spawned` never exceeds `max_threads` and threads only exit at shutdown, so every
         // started thread gets a slot.
         let slot = self.worker_table.get(index).expect("more threads started than max_threads");
@@ -84,7 +86,7 @@ impl<S: Spawner> Inner<S> {
             // SAFETY: not yet published, so still exclusively ours.
             unsafe { (*worker.as_ptr()).next = head };
             match self.workers.compare_exchange_weak(head, worker.as_ptr(), Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
+                Ok(_) => break,
                 Err(actual) => head = actual,
             }
         }
