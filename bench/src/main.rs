@@ -18,8 +18,10 @@ mod common;
 mod echo;
 mod echo_serve;
 mod forkjoin;
+mod mutex_pool;
 mod ours;
 mod peers;
+mod queues;
 mod report;
 mod timers;
 mod tokio_sched;
@@ -205,6 +207,7 @@ fn workloads() -> Vec<Workload> {
     .chain(echo::workloads())
     .chain(blocking_pool::workloads())
     .chain(c_spawn::workloads())
+    .chain(queues::workloads())
     .collect()
 }
 

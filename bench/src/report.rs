@@ -240,6 +240,17 @@ capped at 512 threads with a 200 ms keep-alive (both default to 10 s: shortened 
 zero threads). `peak OS threads added` = the maximum over the measured runs of the threads a run added to \
 the process (monitor excluded). After every run each pool must be back to zero threads within \
 keep-alive + 2 s (checked).
+* **queue_serial**, **queue_width**, **queue_latency**, **queue_latency_idle**, **queue_producers** \
+(issue 27, `bench/src/queues.rs`): `pool` = a `pool::Queue` of intrusive tasks (width 1 on a 4-thread pool in \
+queue_serial, width 4 in queue_width and the latency rows, 8 queues of width 1 on one pool of the default \
+size in queue_producers); `pool(serial)` = a width-1 queue, `pool(submit)` = plain `ThreadPool::submit`, \
+`pool(1 thread)` = a pool of `max_threads = 1`; `mutex` = a mutex + condvar FIFO pool of one thread \
+(`bench/src/mutex_pool.rs`; function pointer and argument stored in its deque, no allocation per task), \
+`mutex(boxed)` = the same with one `Box` per task. These workloads fix their own pool sizes (`--threads` does \
+not apply). Task body: a multiply-xorshift loop (~100 ns; ~10 µs in queue_width) and the tiny task's tick. \
+Latency rows: median over the run's tasks of the time from just before the submit to the callback's first \
+clock read, one task at a time (queue_latency_idle: 1 ms apart, the workers asleep); the second figure is \
+their 99th percentile (the highest run's). queue_producers: `OS threads` = the threads the executors run.
 * **c_spawn**: `C` = spawn_remote written in C (`bench/c/c_spawn.c`: `pool_submit_to` against \
 `libpool.a`), one process per measured run; in its row `pool ÷ this` = the Rust ns/task ÷ C's.
 ",
