@@ -59,6 +59,11 @@ def qwidth(q, width):
     return [QMISC, q, 0, width]
 
 
+def qsettle(q, n):
+    """Waits until n (1-4) tasks of the queue run (at most 2 ms)."""
+    return [QMISC, q, 2, n - 1]
+
+
 def qwait(q):
     return [QMISC, q, 3]
 
@@ -73,7 +78,7 @@ def qburst(q, k, pattern):
 
 
 QNULL = [QMISC, 0, 7]
-P, B = (Q_PLAIN, 0, SUB), (Q_BLOCK, 5, SUB)
+P, B, LONG = (Q_PLAIN, 0, SUB), (Q_BLOCK, 5, SUB), (Q_BLOCK, 12, SUB)  # blocking 220 us, 1.17 ms
 
 SEEDS = {
     "basic": create(0, 2) + submit(0) * 3 + [WAIT, 0] + [SHUTDOWN, 0, 0] * 2 + [DESTROY, 0, 0],
@@ -108,6 +113,7 @@ SEEDS = {
     "queue-serial": create(0, 5)
     + qinit(0, 0, 1)
     + qsubmit(0, P, B, P) * 3
+    + qsettle(0, 1)
     + qcancel(0, 0, 4)
     + qwait(0)
     + qcancel(0, 5)
@@ -119,9 +125,11 @@ SEEDS = {
     "queue-widths": create(0, 5)
     + qinit(0, 0, 4, 0, cancel=False)
     + qinit(1, 0, 2, 3)
-    + qsubmit(0, B, B, B) * 2
-    + qwidth(0, 1)
-    + qsubmit(0, P, B, P)
+    + qsubmit(0, LONG, LONG, LONG) * 2
+    + qsettle(0, 4)  # blockers running
+    + qwidth(0, 1)  # narrowed under them
+    + qsubmit(0, P, B, P)  # these start one at a time, after every blocker finished
+    + qwait(0)
     + qsubmit(1, B, P)
     + qwidth(0, 0)
     + qsubmit(0, P, P, P)
@@ -159,6 +167,7 @@ SEEDS = {
     + qinit(1, 0, 1, 1)
     + qsubmit(1, (Q_NESTED, N_BLOCK, SUB), (Q_NESTED, 0, SUB), (Q_NESTED, N_CANCEL, SUB))
     + qsubmit(0, (Q_NESTED, N_BLOCK, SUB), B)
+    + qsettle(0, 2)
     + [SHUTDOWN, 0, 0]
     + qsubmit(0, P)
     + [DESTROY, 0, 0],

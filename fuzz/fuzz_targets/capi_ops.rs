@@ -23,11 +23,13 @@
 //! widths 0 to `max_threads` + 1 (and SIZE_MAX), bounds 0 to 3, with or without a cancel
 //! callback, NULL queue or pool; `pool_queue_submit` / `pool_queue_submit_timeout` (0, 100 µs,
 //! 1 ms, or no limit where the queue has a width on a live pool) of boxed jobs embedding a
-//! `struct task`: plain, blocking 20-395 µs, or calling their own queue from inside
+//! `struct task`: plain, blocking 20 µs-1.8 ms, or calling their own queue from inside
 //! (`pool_queue_wait`, `pool_queue_destroy`, a timed submit; then a child submitted to it,
 //! sometimes cancelled at once), some freeing themselves; `pool_queue_cancel` of a waiting
 //! task, a started or finished one, another queue's, one never submitted, NULL;
-//! `pool_queue_set_width` (0, back, out of range) while tasks run; bursts of submits then
+//! `pool_queue_set_width` (0, back, out of range) while tasks run (a "settle" op waits, at
+//! most 2 ms, until some of a queue's tasks run, so that width changes and submits land while
+//! they do: the driver is far faster than the tasks start); bursts of submits then
 //! cancels from the list's tail, middle and head; `pool_queue_wait`; `pool_queue_destroy`
 //! (the driver destroys a pool's queues before the pool); a pool's shutdown under its queues.
 //!

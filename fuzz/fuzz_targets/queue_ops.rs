@@ -70,7 +70,8 @@ const Q_EITHER: u8 = B_EITHER;
 
 /// Queue job kinds.
 const Q_PLAIN: u8 = 0;
-/// Sleeps 20 to 395 µs (the driver's cancels, width changes and submits race it).
+/// Sleeps 20 µs to 1.82 ms (`arg % 16` squared, times 8 µs): the driver's cancels, width
+/// changes and submits race it, and the longer ones outlast several of them.
 const Q_BLOCK: u8 = 1;
 /// Calls its own queue from inside (module docs), then returns.
 const Q_NESTED: u8 = 2;
@@ -286,7 +287,7 @@ unsafe extern "C" fn qjob_run(task: *mut CTask) {
         );
     }
     match kind {
-        Q_BLOCK => std::thread::sleep(Duration::from_micros(20 + u64::from(arg % 16) * 25)),
+        Q_BLOCK => std::thread::sleep(Duration::from_micros(20 + u64::from(arg % 16).pow(2) * 8)),
         Q_NESTED if !in_destroy => nested(rec, arg),
         _ => {}
     }
@@ -450,7 +451,8 @@ impl Driver {
             _ => {
                 let q = inp.below(QSLOTS);
                 match inp.below(8) {
-                    0..=2 => self.op_qwidth(q, inp),
+                    0 | 1 => self.op_qwidth(q, inp),
+                    2 => self.op_qsettle(q, inp),
                     3 | 4 => self.op_qwait(q),
                     5 => self.qdestroy(q),
                     6 => self.op_qburst(q, inp),
@@ -751,6 +753,20 @@ impl Driver {
                 slot.waiting = None;
             }
         }
+    }
+
+    /// Lets the queue's tasks get going: waits until 1 to 4 of them are inside their callbacks,
+    /// at most 2 ms. The driver's calls take microseconds and a pool starts its threads as
+    /// work comes: without this, most tasks start after the input's last width change, and a
+    /// narrowing is never tested against tasks running under it.
+    fn op_qsettle(&mut self, q: usize, inp: &mut Input) {
+        let n = 1 + inp.below(4);
+        let Some(slot) = &self.queues.slots[q] else { return };
+        let start = Instant::now();
+        while slot.rec.running.load(Ordering::SeqCst) < n && start.elapsed() < Duration::from_millis(2) {
+            std::thread::yield_now();
+        }
+        qtrace!("queue {}: {} tasks running after {:?}", slot.rec.gen, slot.rec.running.load(Ordering::SeqCst), start.elapsed());
     }
 
     /// `pool_queue_wait` where it returns (a live pool and a width, or nothing waiting); then
