@@ -159,7 +159,8 @@ pub(crate) struct Queues {
     slots: [Option<QSlot>; QSLOTS],
     tasks: Box<QTasks>,
     /// Destroyed queues' records (a task never reaches one after its destroy returned, but
-    /// keeping them costs nothing).
+    /// keeping them costs nothing). Boxed: jobs point to their record, which must not move.
+    #[allow(clippy::vec_box)]
     retired: Vec<Box<QRec>>,
     /// Pools (generations) that have had a queue.
     hosted: Vec<u32>,
@@ -853,7 +854,7 @@ impl Driver {
             expect_rc("pool_queue_cancel(queue, NULL)", pool_queue_cancel(queue, null_mut()), INVALID);
             expect_rc("pool_queue_set_width(max_threads + 1)", pool_queue_set_width(queue, slot.max_threads + 1), INVALID);
             expect_rc("pool_queue_set_width(SIZE_MAX)", pool_queue_set_width(queue, usize::MAX), INVALID);
-            if no_cb.next != null_mut() {
+            if !no_cb.next.is_null() {
                 fail!("a refused queue submit wrote the task");
             }
         }
