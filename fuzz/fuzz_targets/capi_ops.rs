@@ -1,9 +1,10 @@
 //! `capi_ops`: every input is a small program of C API calls (`pool::capi`, the functions
 //! behind `include/pool.h`), run against real pools, with the invariants checked as it goes.
 //!
-//! Encoding: the input is read byte by byte; each op is one byte (`op % OPS`) followed by its
-//! argument bytes (a missing byte reads as 0, the ordinary choice). At most `MAX_OPS` ops run
-//! per input and at most `CAP` tasks are made, so each execution stays in the milliseconds.
+//! Encoding: the input is read byte by byte; each op is one byte (`byte % 20`, `OP_NAMES`)
+//! followed by its argument bytes (a missing byte reads as 0, the ordinary choice); ops 16-19
+//! are the queue ops (`queue_ops.rs`). At most `MAX_OPS` ops run per input and at most `CAP`
+//! tasks are made, so each execution stays in the milliseconds.
 //!
 //! What the ops do: `pool_config_init` / `pool_create` with in- and out-of-range values (two
 //! live pool slots of 1 to 4 threads, plus create-and-destroy probes at the range edges);
@@ -18,6 +19,19 @@
 //! metrics, destroy, `pool_blocking_global_configure`, a queue bound with
 //! `pool_blocking_set_max_queued`); `pool_stats` / `pool_worker_stats`
 //! after each shutdown; `pool_status_str` with any code; NULL for every pointer argument.
+//! Queues (`pool_queue_*`, up to four live, on the two pool slots): `pool_queue_init` with
+//! widths 0 to `max_threads` + 1 (and SIZE_MAX), bounds 0 to 3, with or without a cancel
+//! callback, NULL queue or pool; `pool_queue_submit` / `pool_queue_submit_timeout` (0, 100 µs,
+//! 1 ms, or no limit where the queue has a width on a live pool) of boxed jobs embedding a
+//! `struct task`: plain, blocking 20 µs-1.8 ms, or calling their own queue from inside
+//! (`pool_queue_wait`, `pool_queue_destroy`, a timed submit; then a child submitted to it,
+//! sometimes cancelled at once), some freeing themselves; `pool_queue_cancel` of a waiting
+//! task, a started or finished one, another queue's, one never submitted, NULL;
+//! `pool_queue_set_width` (0, back, out of range) while tasks run (a "settle" op waits, at
+//! most 2 ms, until some of a queue's tasks run, so that width changes and submits land while
+//! they do: the driver is far faster than the tasks start); bursts of submits then
+//! cancels from the list's tail, middle and head; `pool_queue_wait`; `pool_queue_destroy`
+//! (the driver destroys a pool's queues before the pool); a pool's shutdown under its queues.
 //!
 //! Invariants (a broken one aborts with a message, which libFuzzer reports as a crash):
 //! * every status code is exactly the documented one for the call (INVALID for NULL, a NULL
@@ -34,7 +48,23 @@
 //!   the forked jobs (`pool_worker_fork`) a queue handed out rather than their join (also summed
 //!   over `pool_worker_stats`), no thread, none idle; an index past the last worker is refused;
 //! * after each input every pool is destroyed and the OS thread count (without the global
-//!   pool's own threads, which live until exit by design) is back to where it was.
+//!   pool's own threads, which live until exit by design) is back to where it was;
+//! * queues (how each is checked exactly while tasks race the driver: `queue_ops.rs`):
+//!   every accepted task runs exactly once or is cancelled exactly once: `pool_queue_cancel`
+//!   returning OK means it had not started and never runs (and it is freed at once; a second
+//!   cancel is BUSY), the cancel callback is called only by `pool_queue_destroy`, once per
+//!   task still waiting, and a queue without one runs them instead; checked after each
+//!   `pool_queue_wait` (the queue idle), each destroy, and each pool shutdown (a queue with a
+//!   width has run everything); no task of a queue runs after its destroy; a refused submit
+//!   never runs (freed by the driver, untouched when FULL); FIFO start per queue (sequence
+//!   numbers checked at start); at most `width` tasks of a queue run at once (after a
+//!   narrowing: the larger width until the older tasks finish); a queue suspended since it was
+//!   idle starts nothing, and cancelling one of its tasks is never BUSY; status codes exact
+//!   (OK / FULL at the bound / SHUTDOWN on a shut-down pool, exactly where the driver knows the
+//!   waiting count; INVALID for NULL, a NULL callback, a width above `max_threads`, and for
+//!   wait, destroy and a timed submit from a task of the same queue); a task's own submits to
+//!   its queue are OK or FULL, never SHUTDOWN; the pool's `polled` upper bound is not checked
+//!   on a pool that had queues (their runners are pool tasks).
 //!
 //! Every job is freed (by its callback or by the driver), so a leak inside the pool is left
 //! for LeakSanitizer (on by default under `cargo fuzz`) to report.
@@ -554,6 +584,9 @@ static BASELINE_THREADS: AtomicUsize = AtomicUsize::new(0);
 // ---------------------------------------------------------------------------------------------
 // The driver
 
+/// The queue ops (`pool_queue_*`): `queue_ops.rs`.
+mod queue_ops;
+
 struct Slot {
     pool: *mut Pool,
     gen: u32,
@@ -577,6 +610,7 @@ struct Driver {
     owned: Vec<*mut Job>,
     bowned: Vec<*mut BJob>,
     next_gen: u32,
+    queues: queue_ops::Queues,
 }
 
 impl Driver {
@@ -660,6 +694,8 @@ impl Driver {
 
     fn destroy_slot(&mut self, s: usize) {
         if let Some(slot) = self.slots[s].take() {
+            // Its queues first (pool.h).
+            self.destroy_queues_of(slot.gen);
             pool_destroy(slot.pool);
             self.st().check_owner(slot.gen, "after pool_destroy");
         }
@@ -829,6 +865,9 @@ impl Driver {
         let (gen, pool) = (slot.gen, slot.pool);
         self.st().check_owner(gen, "after pool_shutdown");
         self.check_stats(pool, gen);
+        if rc == OK {
+            self.queues_after_shutdown(gen);
+        }
     }
 
     /// After shutdown the counters are exact: as many task runs as callbacks counted, no
@@ -839,7 +878,9 @@ impl Driver {
         let jobs = st.job_runs.lock().unwrap().get(&gen).copied().unwrap_or(0);
         let mut s = PoolStats::default();
         expect_rc("pool_stats", pool_stats(pool, &mut s), OK);
-        if s.polled < runs || s.polled > runs + jobs || s.threads != 0 || s.idle_threads != 0 {
+        // A queue's runners are pool tasks too: they add to `polled` beyond the callbacks.
+        let over = s.polled > runs + jobs && !self.queues.hosted(gen);
+        if s.polled < runs || over || s.threads != 0 || s.idle_threads != 0 {
             fail!("pool_stats after pool_shutdown: {s:?}; the callbacks counted {runs} runs, and {jobs} forked jobs ran");
         }
         let mut polled = 0;
@@ -1271,7 +1312,7 @@ impl Driver {
         let mut ops = 0;
         while !inp.done() && ops < MAX_OPS {
             ops += 1;
-            let op = inp.byte() % 16;
+            let op = inp.byte() % 20;
             if trace {
                 eprintln!("op {ops}: {} (at byte {})", OP_NAMES[op as usize], inp.pos - 1);
             }
@@ -1293,16 +1334,20 @@ impl Driver {
                 }
                 13 => self.op_bcreate(inp),
                 14 => self.op_bsubmit(inp),
-                _ => match inp.below(4) {
+                15 => match inp.below(4) {
                     0 => self.bdestroy(),
                     1 => self.op_bbound(inp),
                     _ => self.op_bshutdown(inp),
                 },
+                _ => self.op_queue(op - 16, inp),
             }
         }
         // The end: destroy everything, check every task, free every job.
         self.destroy_slot(0);
         self.destroy_slot(1);
+        if !self.queues.is_empty() {
+            fail!("a queue outlived every pool");
+        }
         self.bdestroy();
         let st = self.st();
         for id in st.ids() {
@@ -1335,9 +1380,10 @@ impl Driver {
 static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 /// Whether this process configured the global blocking pool (only the first call succeeds).
 static GLOBAL_BLOCKING_CONFIGURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-const OP_NAMES: [&str; 16] = [
+const OP_NAMES: [&str; 20] = [
     "create", "create", "submit", "submit", "submit", "batch", "batch", "shutdown", "destroy", "wait", "latch", "probe",
     "status_str or NULL", "blocking create", "blocking submit", "blocking shutdown/metrics/destroy/bound",
+    "queue init", "queue submit", "queue cancel", "queue width/wait/destroy/burst/NULL",
 ];
 
 fn thread_check() {
@@ -1360,7 +1406,7 @@ fn thread_check() {
 fuzz_target!(|data: &[u8]| {
     let st = Box::into_raw(State::new());
     let mut driver =
-        Driver { st, slots: [None, None], blocking: None, owned: Vec::new(), bowned: Vec::new(), next_gen: 0 };
+        Driver { st, slots: [None, None], blocking: None, owned: Vec::new(), bowned: Vec::new(), next_gen: 0, queues: queue_ops::Queues::new() };
     driver.run(&mut Input { data, pos: 0 });
     drop(driver);
     // SAFETY: every pool is destroyed and every global latch task counted itself before its
