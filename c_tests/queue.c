@@ -11,7 +11,10 @@
  *      second cancel is POOL_ERR_BUSY; none of them runs; `pool_queue_stats` reads 4 running,
  *      16 cancelled;
  *   4. a bounded queue (bound 2): POOL_ERR_FULL with the task untouched, a timed submit
- *      that times out, and destroy handing the waiting tasks to the cancel callback.
+ *      that times out, and destroy handing the waiting tasks to the cancel callback;
+ *   5. destroy running the waiting tasks itself (no cancel callback), each of which calls the
+ *      queue being destroyed: its submit is refused (SHUTDOWN), cancel is BUSY, wait returns,
+ *      destroy is INVALID, and nothing touches freed memory (ASan, valgrind).
  *
  * A 60 s watchdog turns a hang into exit status 2.
  */
@@ -37,6 +40,25 @@ static atomic_int out_of_order;
 static atomic_int release;
 static atomic_int started;
 static atomic_int handed_back;
+
+static void job_run(struct task *task);
+
+/* A task that the queue's destroy runs; it calls the queue being destroyed. */
+struct closing {
+    struct task task;
+    struct pool_queue *queue;
+    struct job follow;
+    int submit, cancel, wait, destroy;
+};
+static void closing_run(struct task *task)
+{
+    struct closing *c = container_of(task, struct closing, task);
+    c->follow = (struct job){ .task = { .callback = job_run }, .n = -1 };
+    c->submit = pool_queue_submit(c->queue, &c->follow.task);
+    c->cancel = pool_queue_cancel(c->queue, &c->follow.task);
+    c->wait = pool_queue_wait(c->queue);
+    c->destroy = pool_queue_destroy(c->queue);
+}
 
 static void job_run(struct task *task)
 {
@@ -173,6 +195,22 @@ int main(void)
     CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
     CHECK_EQ(atomic_load(&handed_back), 2, "destroy handed the waiting tasks back");
     CHECK_EQ(atomic_load(&b[0].runs) + atomic_load(&b[1].runs) + atomic_load(&b[2].runs), 0, "none ran");
+
+    /* 5. destroy runs the waiting tasks (no cancel callback); each calls the queue meanwhile */
+    CHECK_STATUS(pool_queue_init(&q, pool, 0, 0, NULL), POOL_OK, "init suspended, no cancel callback");
+    struct closing c[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = (struct closing){ .task = { .callback = closing_run }, .queue = &q };
+        CHECK_STATUS(pool_queue_submit(&q, &c[i].task), POOL_OK, "submit to be run by destroy");
+    }
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy runs the waiting tasks");
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(c[i].submit, POOL_ERR_SHUTDOWN, "submit from a task run by destroy");
+        CHECK_STATUS(c[i].cancel, POOL_ERR_BUSY, "cancel from a task run by destroy");
+        CHECK_STATUS(c[i].wait, POOL_OK, "wait from a task run by destroy");
+        CHECK_STATUS(c[i].destroy, POOL_ERR_INVALID, "destroy from a task run by destroy");
+    }
+    CHECK_EQ(atomic_load(&c[0].follow.runs), 0, "the refused follow-up never ran");
 
     pool_destroy(pool);
     return test_finish();

@@ -52,7 +52,7 @@ unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
 /// `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
 /// unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
 /// they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
-/// pool or a width above the pool's `max_threads`, POOL_ERR_NOMEM (nothing allocated).
+/// pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_queue_init(
     queue: *mut PoolQueue,
@@ -126,7 +126,7 @@ pub extern "C" fn pool_queue_cancel(queue: *mut PoolQueue, task: *mut CTask) -> 
 }
 
 /// Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running
-/// tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
+/// tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's thread limit.
 #[no_mangle]
 pub extern "C" fn pool_queue_set_width(queue: *mut PoolQueue, width: usize) -> c_int {
     boundary(|| {
@@ -196,15 +196,17 @@ pub extern "C" fn pool_queue_stats(queue: *const PoolQueue, out: *mut pool_queue
 }
 
 /// Destroys `queue`: tasks still waiting are handed to its cancel callback (or run here, in
-/// order, without one) once the running ones have finished. POOL_ERR_INVALID for NULL, or from
-/// a task of this queue (nothing changed).
+/// order, without one) once the running ones have finished. Meanwhile the queue is closed: a
+/// task handed back or run here that calls it gets POOL_ERR_SHUTDOWN from a submit, BUSY from
+/// a cancel, OK at once from a wait, and POOL_ERR_INVALID from a destroy. POOL_ERR_INVALID
+/// for NULL, or from a task of this queue (nothing changed).
 #[no_mangle]
 pub extern "C" fn pool_queue_destroy(queue: *mut PoolQueue) -> c_int {
     boundary(|| {
         let Some(queue) = NonNull::new(queue) else { return POOL_ERR_INVALID };
         // SAFETY: an initialised queue (pool.h contract).
         let q = unsafe { core_queue(queue) };
-        if q.in_own_task() {
+        if q.in_own_task() || q.closing() {
             return POOL_ERR_INVALID;
         }
         drop(ManuallyDrop::into_inner(q));

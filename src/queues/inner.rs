@@ -37,6 +37,10 @@ pub(super) struct State {
     /// Submitters waiting for a place in a full queue (`Queue::submit_timeout`), one woken per
     /// place freed.
     pub(super) places: *const Waiter,
+    /// The queue is being dropped (destroyed): submits are refused (`Error::Shutdown`) while
+    /// the drop waits for the runners and hands the waiting tasks back, so a task it runs
+    /// cannot queue behind a queue about to be freed.
+    pub(super) closed: bool,
     /// Tasks started, cancelled and refused since the queue was made (`Queue::stats`): kept
     /// apart from the admission, whose states must stay few enough to enumerate.
     pub(super) started: usize,
@@ -120,7 +124,7 @@ impl<S: Spawner> Inner<S> {
 impl State {
     pub(super) fn new(width: usize, bound: usize) -> Self {
         let adm = Admission::new(width, bound);
-        Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), started: 0, cancelled: 0, refused: 0 }
+        Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), closed: false, started: 0, cancelled: 0, refused: 0 }
     }
 
     pub(super) fn take_waiters(&mut self) -> *const Waiter {

@@ -122,7 +122,9 @@ pub struct QueueStats {
 ///   far ([`wait`](Self::wait)).
 /// * **Drop**: tasks still waiting are handed to the cancel callback, or run on the dropping
 ///   thread (in order) if there is none, after the running ones have finished (in a child
-///   that inherited the pool through `fork()`: only the allocation is freed). Dropping a
+///   that inherited the pool through `fork()`: only the allocation is freed). Meanwhile the
+///   queue is closed: a task the drop runs or hands back that calls it has its submits
+///   refused ([`Error::Shutdown`]) and finds nothing to cancel or wait for. Dropping a
 ///   queue from one of its own tasks panics (it would wait for itself): from a task callback
 ///   that ends the process.
 ///
@@ -180,10 +182,10 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// A queue on `pool`'s threads.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a width above `pool.max_threads()`;
+    /// [`Error::InvalidArgument`] for a width above `pool.thread_limit()`;
     /// [`Error::OutOfMemory`] if an allocation failed (nothing was kept).
     pub fn new(pool: &'a ThreadPool<S>, config: QueueConfig) -> Result<Self, Error> {
-        let slots = pool.max_threads();
+        let slots = pool.thread_limit();
         if config.width > slots {
             return Err(Error::InvalidArgument);
         }
@@ -236,6 +238,13 @@ impl<'a, S: Spawner> Queue<'a, S> {
     pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
         // SAFETY: the caller's contract.
         Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) }, _pool: PhantomData }
+    }
+
+    /// Whether the queue is being dropped: a task its drop hands back or runs calls it (the
+    /// C API refuses a destroy from there).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn closing(&self) -> bool {
+        !self.inner().inherited() && self.inner().lock().closed
     }
 
     /// Whether the calling thread is inside one of this queue's tasks (on a pool worker): a
@@ -309,7 +318,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// none starts until fewer run than `width`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] above the pool's `max_threads` (nothing changed); as
+    /// [`Error::InvalidArgument`] above the pool's thread limit (nothing changed); as
     /// [`try_submit`](Self::try_submit) when the pool refuses the new runners (the width is
     /// set, the tasks stay waiting); [`Error::Forked`] in a child that inherited the pool.
     pub fn set_width(&self, width: usize) -> Result<(), Error> {
@@ -403,6 +412,7 @@ impl<S: Spawner> Drop for Queue<'_, S> {
         assert!(!inner.on_own_task(), "pool: a queue dropped from one of its own tasks (it would wait for itself)");
         let (mut list, waiters) = {
             let mut st = inner.lock();
+            st.closed = true;
             let list = st.waiting.take();
             let n = st.adm.waiting;
             (list, if st.adm.remove(n) { st.take_waiters() } else { ptr::null() })
@@ -410,16 +420,18 @@ impl<S: Spawner> Drop for Queue<'_, S> {
         // SAFETY: taken from the chain under the lock, each set once.
         unsafe { wake(waiters) };
         inner.wait_idle();
-        let cancel = inner.cancel;
-        // SAFETY: idle: no runner is out and nothing reaches the allocation (module invariants).
-        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        // The allocation stays until the tasks are handed back: one that calls this queue
+        // finds it closed (submits refused, nothing to cancel or wait for).
         while let Some(task) = list.pop() {
-            match cancel {
+            match inner.cancel {
                 // SAFETY: the task was waiting and is handed back, once (QueueConfig::with_cancel).
                 Some(cancel) => unsafe { crate::task::call(cancel, task.as_ptr()) },
                 // SAFETY: the task was waiting; it runs once, here.
                 None => unsafe { Task::run(task) },
             }
         }
+        // SAFETY: idle and closed: no runner is out, none can start, and nothing reaches the
+        // allocation (module invariants).
+        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
     }
 }

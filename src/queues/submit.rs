@@ -104,6 +104,10 @@ impl<S: Spawner> Queue<'_, S> {
         }
         let runner = {
             let mut st = inner.lock();
+            if st.closed {
+                st.refused += 1;
+                return Err(Error::Shutdown);
+            }
             let Ok(grew) = st.adm.submit() else {
                 match place {
                     Some(place) => st.register_place(place),
