@@ -37,7 +37,6 @@ pub(crate) mod protocol;
 mod run;
 mod search;
 mod seeking;
-mod surplus;
 #[cfg(all(test, shuttle))]
 mod shuttle;
 pub(crate) mod sleep;
