@@ -5,7 +5,8 @@
 //! * [`LoomSpawner`] and [`LoomParker`]: a [`Spawner`] on loom threads, so a whole
 //!   [`ThreadPool`](crate::ThreadPool) runs inside `loom::model`; with a model clock
 //!   ([`LoomSpawner::with_clock`]) for the timer models.
-//! * [`Tasks`]: no-op tasks for the queue models, mapped back to their index.
+//! * [`Tasks`]: no-op tasks for the queue models, mapped back to their index; [`Job`]: a
+//!   task that counts its runs, for the whole-pool models.
 //! * [`model`] and [`model_with_bound`]: `loom::model` that reports how many executions it
 //!   explored.
 //!
@@ -20,10 +21,11 @@ use std::vec::Vec;
 use std::vec;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::Mutex;
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::JoinHandle;
 
 use crate::platform::{Parker, SpawnError, Spawner, ThreadStart};
+use crate::container_of;
 use crate::task::{Batch, Task};
 
 /// A parker from loom's `Mutex<bool>` (the token) and `Condvar`, like the std
@@ -278,6 +280,40 @@ impl Tasks {
             unsafe { b.push(self.ptr(i)) };
         }
         b
+    }
+}
+
+/// A task that counts its runs (under a lock, with a condvar to wait on): the whole-pool
+/// models' task (`scheduler/park/loom.rs`, `scheduler/driver/loom.rs`).
+#[repr(C)]
+pub(crate) struct Job {
+    pub(crate) task: Task,
+    runs: Mutex<usize>,
+    ran: Condvar,
+}
+
+pub(crate) unsafe extern "C" fn run_job(task: *mut Task) {
+    // SAFETY: every task with this callback is the `task` field of a `Job` the model keeps
+    // alive until the pool is shut down.
+    let job = unsafe { &*container_of!(task, Job, task) };
+    *job.runs.lock().unwrap() += 1;
+    job.ran.notify_all();
+}
+
+pub(crate) fn job() -> Arc<Job> {
+    Arc::new(Job { task: Task::new(run_job), runs: Mutex::new(0), ran: Condvar::new() })
+}
+
+pub(crate) fn runs(job: &Job) -> usize {
+    *job.runs.lock().unwrap()
+}
+
+/// Blocks until `job` ran. A job that never runs (a timer nobody fires) leaves this thread
+/// blocked for good: with every other thread blocked too, loom reports a deadlock.
+pub(crate) fn wait_until_ran(job: &Job) {
+    let mut runs = job.runs.lock().unwrap();
+    while *runs == 0 {
+        runs = job.ran.wait(runs).unwrap();
     }
 }
 

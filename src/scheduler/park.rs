@@ -45,9 +45,9 @@ impl<S: Spawner> Inner<S> {
             return;
         }
         w.parker.unpark();
-        // SeqCst: after the caller's notification or shutdown store (and its fence), so a
-        // worker that claims the role later sees those in its own re-read (`park_worker`).
-        if self.protocol.role_holder(Ordering::SeqCst) == Some(w.index) {
+        // After the caller's take of its bit, or its notification or shutdown store: a
+        // worker that claims the role later sees those in its re-reads (`park_worker`).
+        if self.protocol.wakes_driver_of(w.index) {
             if let Some(driver) = self.driver.get() {
                 driver.unpark();
             }
@@ -82,10 +82,12 @@ impl<S: Spawner> Inner<S> {
         }
         // After the claim (and its fence, `Protocol::claim_role`): the wheel's next deadline
         // (module docs), and any wake aimed at us before our claim was visible
-        // (`unpark_worker`: it then unparked only our parker, which the driver does not watch).
+        // (`unpark_worker`: it then unparked only our parker, which the driver does not
+        // watch): a notification or shutdown in the word, or our bit taken from the idle set
+        // (by a notify that may have written its word before our last idle spell).
         let next = timers.next_tick(Ordering::SeqCst);
         let s = self.protocol.load(Ordering::SeqCst);
-        if s.notified() || s.state() == State::Shutdown {
+        if s.notified() || s.state() == State::Shutdown || !self.protocol.still_announced(me.index) {
             self.protocol.release_role();
             return;
         }

@@ -15,6 +15,7 @@
 //! | `begin_shutdown` writes `Shutdown`; reads the workers' list | `announce_park` (as above) |
 //! | `release_role` gives the role back; `idle_except` reads the idle set | `announce_park`, then `claim_role` |
 //! | `claim_role` takes the role; reads the wheel's deadline and the word | a timer becoming the earliest: writes the deadline, reads the role (`timers.rs`, `kick_of`) |
+//! | `claim_role` takes the role; `still_announced` reads the worker's own bit | `take_sleeper` takes that bit; `wakes_driver_of` reads the role |
 //! | `release_waits` sets `waits_released`; reads the workers' list | a worker registers; `waits_released` reads the flag |
 
 use alloc::boxed::Box;
@@ -263,6 +264,28 @@ impl Protocol {
     #[inline]
     pub(crate) fn withdraw_park(&self, index: usize) {
         self.idle.remove(index, Ordering::Relaxed);
+    }
+
+    /// Whether worker `index`'s bit is still in the idle set, read after its role claim (and
+    /// the claim's fence): false once a notifier took it (`take_sleeper`), a wake aimed at
+    /// this park. The notifier may have decided that wake on an earlier idle spell of ours (its
+    /// notification consumed since) and unparked only our parker, which the I/O driver does
+    /// not watch: a worker that parked in the driver anyway would sleep through the next
+    /// notify too, which finds no bit to take. The pair with `wakes_driver_of`: either this
+    /// read sees the bit gone, or that one sees our claim.
+    #[inline]
+    pub(crate) fn still_announced(&self, index: usize) -> bool {
+        self.idle.contains(index, Ordering::Relaxed)
+    }
+
+    /// Whether worker `index`, being woken (its bit taken, or a notification or shutdown
+    /// written) holds the timer role, so that its waker must unpark the I/O driver too. The
+    /// fence orders the caller's take or store before the read: the other half of the pairs
+    /// with `claim_role`'s re-reads (`still_announced`, the word).
+    #[inline]
+    pub(crate) fn wakes_driver_of(&self, index: usize) -> bool {
+        fence(Ordering::SeqCst);
+        self.role.load(Ordering::Relaxed) == index + 1
     }
 
     /// A notify that wrote `Wake::Unpark`: the worker to unpark, whose bit it took, if any.

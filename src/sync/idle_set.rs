@@ -54,6 +54,13 @@ impl IdleSet {
         self.words[w].fetch_and(!mask, order);
     }
 
+    /// Whether `index`'s bit is set.
+    #[inline]
+    pub(crate) fn contains(&self, index: usize, order: Ordering) -> bool {
+        let (w, mask) = Self::word_and_mask(index);
+        self.words[w].load(order) & mask != 0
+    }
+
     /// Clears one set bit and returns its index: whoever clears a bit owns the wake of its
     /// thread (two takers never get the same bit). `order` is the clearing RMW's; the scan's
     /// loads are Relaxed.
@@ -107,6 +114,7 @@ mod tests {
         }
         assert_eq!(s.iter(Ordering::Relaxed).collect::<Vec<_>>(), [0, 63, 64, 129]);
         s.remove(63, Ordering::Relaxed);
+        assert!(!s.contains(63, Ordering::Relaxed) && s.contains(64, Ordering::Relaxed));
         assert_eq!(s.take_any(Ordering::Relaxed), Some(0));
         assert_eq!(s.take_any(Ordering::Relaxed), Some(64));
         assert_eq!(s.take_any(Ordering::Relaxed), Some(129));

@@ -26,7 +26,7 @@ use std::task::{Context, Wake, Waker};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 
-use crate::loom::{model, model_with_bound, LoomSpawner};
+use crate::loom::{job, model, model_with_bound, run_job, runs, wait_until_ran, Job, LoomSpawner};
 use crate::{container_of, Config, Task, ThreadPool};
 
 /// One wheel tick (2^20 ns): the model clock moves in whole ticks.
@@ -35,39 +35,6 @@ const TICK: u64 = 1 << 20;
 const NEAR: u64 = 2;
 /// A deadline the model never reaches: a worker parked until it stays parked.
 const FAR: u64 = 1_000;
-
-/// A task that counts its runs (under a lock, with a condvar to wait on).
-#[repr(C)]
-struct Job {
-    task: Task,
-    runs: Mutex<usize>,
-    ran: Condvar,
-}
-
-unsafe extern "C" fn run_job(task: *mut Task) {
-    // SAFETY: every task with this callback is the `task` field of a `Job` the model keeps
-    // alive until the pool is shut down.
-    let job = unsafe { &*container_of!(task, Job, task) };
-    *job.runs.lock().unwrap() += 1;
-    job.ran.notify_all();
-}
-
-fn job() -> Arc<Job> {
-    Arc::new(Job { task: Task::new(run_job), runs: Mutex::new(0), ran: Condvar::new() })
-}
-
-fn runs(job: &Job) -> usize {
-    *job.runs.lock().unwrap()
-}
-
-/// Blocks until `job` ran. A job that never runs (a timer nobody fires) leaves this thread
-/// blocked for good: with every other thread blocked too, loom reports a deadlock.
-fn wait_until_ran(job: &Job) {
-    let mut runs = job.runs.lock().unwrap();
-    while *runs == 0 {
-        runs = job.ran.wait(runs).unwrap();
-    }
-}
 
 fn pool(max_threads: usize) -> ThreadPool<LoomSpawner> {
     ThreadPool::with_spawner(Config { max_threads, ..Config::default() }, LoomSpawner::with_clock()).unwrap()
