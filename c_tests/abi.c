@@ -67,7 +67,8 @@ int main(void)
     /* queued and tasks_refused took the first reserved word of 0.1's layouts: same sizes, same
      * offsets. */
     CHECK_EQ(offsetof(struct pool_stats, queued), 11 * sizeof(size_t), "offsetof pool_stats.queued");
-    CHECK_EQ(POOL_STATS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1, "POOL_STATS_RESERVED_WORDS");
+    CHECK_EQ(offsetof(struct pool_stats, surplus_threads), 12 * sizeof(size_t), "offsetof pool_stats.surplus_threads");
+    CHECK_EQ(POOL_STATS_RESERVED_WORDS, POOL_RESERVED_WORDS - 2, "POOL_STATS_RESERVED_WORDS");
     CHECK_EQ(offsetof(struct pool_blocking_metrics, tasks_refused), 9 * sizeof(size_t),
              "offsetof pool_blocking_metrics.tasks_refused");
     CHECK_EQ(POOL_BLOCKING_METRICS_RESERVED_WORDS, POOL_RESERVED_WORDS - 1,

@@ -127,9 +127,10 @@
 #define POOL_RESERVED_WORDS 8
 
 /**
- * The reserved words left in `struct pool_stats`: `queued` took the first.
+ * The reserved words left in `struct pool_stats`: `queued` and `surplus_threads` took the
+ * first two.
  */
-#define POOL_STATS_RESERVED_WORDS (POOL_RESERVED_WORDS - 1)
+#define POOL_STATS_RESERVED_WORDS (POOL_RESERVED_WORDS - 2)
 
 /**
  * For pool.h's inline `pool_job_fork` only: the pointer-sized word of a `struct pool_worker`
@@ -534,6 +535,12 @@ struct pool_stats {
    */
   size_t queued;
   /**
+   * Threads parked as surplus, above the pool's thread count after `pool_set_max_threads`
+   * lowered it: neither idle nor running (0 from `pool_worker_stats`). In the second of the
+   * reserved words that 0.1 had.
+   */
+  size_t surplus_threads;
+  /**
    * Reserved for counters of later minor versions; written as 0.
    */
   size_t reserved[POOL_STATS_RESERVED_WORDS];
@@ -937,7 +944,7 @@ int pool_queue_destroy(struct pool_queue *queue);
  * `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
  * unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
  * they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
- * pool or a width above the pool's `max_threads`, POOL_ERR_NOMEM (nothing allocated).
+ * pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
  */
 int pool_queue_init(struct pool_queue *queue,
                     struct pool *pool,
@@ -947,7 +954,7 @@ int pool_queue_init(struct pool_queue *queue,
 
 /**
  * Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running
- * tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
+ * tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's thread limit.
  */
 int pool_queue_set_width(struct pool_queue *queue, size_t width);
 
@@ -980,12 +987,30 @@ int pool_queue_submit_timeout(struct pool_queue *queue, struct task *task, int64
 int pool_queue_wait(struct pool_queue *queue);
 
 /**
+ * Re-reads the CPUs available (the affinity mask and the cgroup's CPU quota, as the default
+ * thread count at creation) and sets the thread count to it, capped by the creation's
+ * `max_threads`: a pool follows a container whose quota changed. Writes the new count to
+ * `*n_out` if it is not NULL. Errors as `pool_set_max_threads` (`*n_out` untouched).
+ */
+int pool_refresh_max_threads(struct pool *pool, size_t *n_out);
+
+/**
  * Installs `driver` (copied) as `pool`'s I/O driver, once. Returns POOL_ERR_INVALID for a NULL
  * pool, driver or callback, POOL_ERR_STARTED if the pool already has a driver,
  * POOL_ERR_SHUTDOWN if the pool was shut down (the driver is then never called, but its
  * callbacks and `context` must still stay valid until `pool_destroy` returns).
  */
 int pool_set_driver(struct pool *pool, const struct pool_driver *driver);
+
+/**
+ * Sets how many threads serve `pool`: 1 to the `max_threads` it was created with. Lowering
+ * it makes the threads above it finish their current task, hand their queued tasks to the
+ * others and park (`pool_stats.surplus_threads`): once the running tasks have ended, at most
+ * `n` tasks run at once. Raising it wakes them again. POOL_ERR_INVALID for NULL, 0 or above
+ * the creation's limit; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_FORKED in a child
+ * that inherited the pool (nothing changed).
+ */
+int pool_set_max_threads(struct pool *pool, size_t n);
 
 /**
  * Stops accepting external work, runs every task already queued, and joins all threads.
@@ -1102,11 +1127,13 @@ int pool_worker_join(struct pool_worker *worker, struct pool_job *job);
 
 /**
  * Reads the counters of worker `index` of `pool` into `*out` (all zero for a worker whose
- * thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
- * and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
+ * thread has not started yet; `threads`, `idle_threads`, `surplus_threads` and
+ * `spawn_failures` are pool-wide and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
  * (`pool_stats` gives `workers`); `*out` is untouched on error.
  */
-int pool_worker_stats(const struct pool *pool, size_t index, struct pool_stats *out);
+int pool_worker_stats(const struct pool *pool,
+                      size_t index,
+                      struct pool_stats *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -13,7 +13,9 @@
 //! `struct task` (plain tasks; tasks that submit children from inside the pool one by one, as a
 //! batch or with `pool_fork`; fork-join tasks that wait on a `struct pool_latch` on their own
 //! stack), some with a NULL callback, batches with a NULL callback somewhere or a cycle;
-//! `pool_shutdown` (also twice), `pool_destroy`; the latch entry points from the driver, with
+//! `pool_shutdown` (also twice), `pool_destroy`; resizing before a wait (`pool_set_max_threads`
+//! with 0 to one above the limit, `pool_refresh_max_threads`: exact status codes, and every
+//! wait and exact-once check after it holds on the resized pool); the latch entry points from the driver, with
 //! the global pool now and then (`pool_submit`, `pool_latch_wait_global`); the blocking pool
 //! (`pool_blocking_*`: config, task init, submit with flags and cancel callbacks, shutdown,
 //! metrics, destroy, `pool_blocking_global_configure`, a queue bound with
@@ -87,7 +89,7 @@ use pool::capi::{
     pool_create_with_platform, pool_destroy, pool_fork, pool_latch_add, pool_latch_done, pool_latch_init,
     pool_latch_wait, pool_latch_wait_global, pool_shutdown, pool_current_worker, pool_worker_fork,
     pool_worker_join, PoolJob, PoolWorker, POOL_JOB_WORDS, pool_status, pool_status_str, pool_submit,
-    pool_stats, pool_submit_after, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
+    pool_stats, pool_submit_after, pool_set_max_threads, pool_refresh_max_threads, pool_submit_batch, pool_submit_batch_to, pool_submit_to, pool_worker_stats, CTask, Pool, PoolConfig,
     PoolLatch, POOL_BLOCKING_MANDATORY, POOL_DEFAULT_IDLE_SPINS, POOL_LATCH_WORDS, POOL_MAX_IDLE_SPINS,
 };
 use pool::capi::pool_stats as PoolStats;
@@ -714,6 +716,26 @@ impl Driver {
 
     /// Create at the range edges, maybe shut down (twice) and submit, then destroy: no thread
     /// ever starts.
+    /// `pool_set_max_threads` with a count from 0 to one above the pool's limit (`pick`
+    /// selects it), and now and then `pool_refresh_max_threads`: the status is exactly the
+    /// documented one. The tasks' exact-once checks and the waits that follow hold across it.
+    fn resize(&mut self, pool: *mut Pool, shut: bool, pick: usize) {
+        let mut st = pool_stats::default();
+        expect_rc("pool_stats before a resize", pool_stats(pool, &mut st), OK);
+        let limit = st.workers;
+        let n = pick % (limit + 2);
+        // A count out of range is refused first, shut down or not.
+        let want = if n == 0 || n > limit { INVALID } else if shut { SHUTDOWN } else { OK };
+        expect_rc("pool_set_max_threads", pool_set_max_threads(pool, n), want);
+        if pick % 7 == 6 {
+            let mut got = usize::MAX;
+            expect_rc("pool_refresh_max_threads", pool_refresh_max_threads(pool, &mut got), if shut { SHUTDOWN } else { OK });
+            if !shut && !(1..=limit).contains(&got) {
+                fail!("pool_refresh_max_threads gave {got}, want 1 to {limit}");
+            }
+        }
+    }
+
     fn op_probe(&mut self, inp: &mut Input) {
         let Some(pool) = self.create(inp, false) else { return };
         if inp.below(2) == 0 {
@@ -919,9 +941,15 @@ impl Driver {
 
     /// Waits until every task accepted by a live pool has run (a lost wake-up: never).
     fn op_wait(&mut self, inp: &mut Input) {
-        let s = inp.below(2);
+        // The slot is the byte's low bit; its next bits may first resize the pool (the byte's
+        // other bits were unused, so older inputs decode to the same ops).
+        let b = inp.byte() as usize;
+        let s = b % 2;
         let Some(slot) = &self.slots[s] else { return };
-        let (gen, shut) = (slot.gen, slot.shut);
+        let (gen, shut, pool) = (slot.gen, slot.shut, slot.pool);
+        if (b >> 1) % 4 == 1 {
+            self.resize(pool, shut, b >> 3);
+        }
         if shut {
             return self.st().check_owner(gen, "waiting on a shut down pool");
         }

@@ -198,6 +198,43 @@ pub extern "C" fn pool_submit_batch_to(pool: *mut Pool, first: *mut CTask) -> c_
     })
 }
 
+/// Sets how many threads serve `pool`: 1 to the `max_threads` it was created with. Lowering
+/// it makes the threads above it finish their current task, hand their queued tasks to the
+/// others and park (`pool_stats.surplus_threads`): once the running tasks have ended, at most
+/// `n` tasks run at once. Raising it wakes them again. POOL_ERR_INVALID for NULL, 0 or above
+/// the creation's limit; POOL_ERR_SHUTDOWN after `pool_shutdown`; POOL_ERR_FORKED in a child
+/// that inherited the pool (nothing changed).
+#[no_mangle]
+pub extern "C" fn pool_set_max_threads(pool: *mut Pool, n: usize) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        status(unsafe { borrow(pool) }.set_max_threads(n))
+    })
+}
+
+/// Re-reads the CPUs available (the affinity mask and the cgroup's CPU quota, as the default
+/// thread count at creation) and sets the thread count to it, capped by the creation's
+/// `max_threads`: a pool follows a container whose quota changed. Writes the new count to
+/// `*n_out` if it is not NULL. Errors as `pool_set_max_threads` (`*n_out` untouched).
+#[no_mangle]
+pub extern "C" fn pool_refresh_max_threads(pool: *mut Pool, n_out: *mut usize) -> c_int {
+    boundary(|| {
+        let Some(pool) = NonNull::new(pool) else { return POOL_ERR_INVALID };
+        // SAFETY: `pool` is a live pool (pool.h contract).
+        match unsafe { borrow(pool) }.refresh_max_threads() {
+            Ok(n) => {
+                if let Some(out) = NonNull::new(n_out) {
+                    // SAFETY: non-null; the caller passes a writable `size_t`.
+                    unsafe { out.as_ptr().write(n) };
+                }
+                POOL_OK
+            }
+            Err(e) => status(Err(e)),
+        }
+    })
+}
+
 /// Stops accepting external work, runs every task already queued, and joins all threads.
 /// Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
 /// when called from one of the pool's own tasks. The pool stays allocated: free it with

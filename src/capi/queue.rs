@@ -52,7 +52,7 @@ unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
 /// `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
 /// unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
 /// they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
-/// pool or a width above the pool's `max_threads`, POOL_ERR_NOMEM (nothing allocated).
+/// pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_queue_init(
     queue: *mut PoolQueue,
@@ -126,7 +126,7 @@ pub extern "C" fn pool_queue_cancel(queue: *mut PoolQueue, task: *mut CTask) -> 
 }
 
 /// Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running
-/// tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's `max_threads`.
+/// tasks finish). POOL_ERR_INVALID for NULL or a width above the pool's thread limit.
 #[no_mangle]
 pub extern "C" fn pool_queue_set_width(queue: *mut PoolQueue, width: usize) -> c_int {
     boundary(|| {

@@ -49,12 +49,17 @@ pub struct pool_stats {
     /// worker's own queues (`pool_worker_stats`). Approximate while the pool runs, exact when
     /// nothing runs. In the first of the reserved words that 0.1 had.
     pub queued: usize,
+    /// Threads parked as surplus, above the pool's thread count after `pool_set_max_threads`
+    /// lowered it: neither idle nor running (0 from `pool_worker_stats`). In the second of the
+    /// reserved words that 0.1 had.
+    pub surplus_threads: usize,
     /// Reserved for counters of later minor versions; written as 0.
     pub reserved: [usize; POOL_STATS_RESERVED_WORDS],
 }
 
-/// The reserved words left in `struct pool_stats`: `queued` took the first.
-pub const POOL_STATS_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 1;
+/// The reserved words left in `struct pool_stats`: `queued` and `surplus_threads` took the
+/// first two.
+pub const POOL_STATS_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 2;
 
 impl From<Stats> for pool_stats {
     fn from(s: Stats) -> Self {
@@ -71,6 +76,7 @@ impl From<Stats> for pool_stats {
             injector_fetches: s.injector_fetches,
             spawn_failures: s.spawn_failures,
             queued: s.queued,
+            surplus_threads: s.surplus_threads,
             reserved: [0; POOL_STATS_RESERVED_WORDS],
         }
     }
@@ -91,6 +97,7 @@ impl pool_stats {
             idle_threads: 0,
             spawn_failures: 0,
             queued: w.queued,
+            surplus_threads: 0,
             reserved: [0; POOL_STATS_RESERVED_WORDS],
         }
     }
@@ -114,8 +121,8 @@ pub extern "C" fn pool_stats(pool: *const Pool, out: *mut pool_stats) -> c_int {
 }
 
 /// Reads the counters of worker `index` of `pool` into `*out` (all zero for a worker whose
-/// thread has not started yet; `threads`, `idle_threads` and `spawn_failures` are pool-wide
-/// and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
+/// thread has not started yet; `threads`, `idle_threads`, `surplus_threads` and
+/// `spawn_failures` are pool-wide and left 0). POOL_ERR_INVALID for a NULL argument, POOL_ERR_RANGE for `index >= workers`
 /// (`pool_stats` gives `workers`); `*out` is untouched on error.
 #[cfg_attr(doc, doc = include_str!("examples/stats.md"))]
 #[no_mangle]
@@ -126,9 +133,9 @@ pub extern "C" fn pool_worker_stats(pool: *const Pool, index: usize, out: *mut p
         // SAFETY: `pool` is a live pool (pool.h contract).
         let pool = unsafe { borrow(pool) };
         // `worker_stats(max_threads)` is the Rust API's outside-threads slot; C has workers only.
-        let Some(w) = pool.worker_stats(index).filter(|_| index < pool.max_threads()) else { return POOL_ERR_RANGE };
+        let Some(w) = pool.worker_stats(index).filter(|_| index < pool.thread_limit()) else { return POOL_ERR_RANGE };
         // SAFETY: non-null; the caller passes a writable `struct pool_stats`.
-        unsafe { out.as_ptr().write(pool_stats::worker(pool.max_threads(), w)) };
+        unsafe { out.as_ptr().write(pool_stats::worker(pool.thread_limit(), w)) };
         POOL_OK
     })
 }

@@ -182,10 +182,10 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// A queue on `pool`'s threads.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a width above `pool.max_threads()`;
+    /// [`Error::InvalidArgument`] for a width above `pool.thread_limit()`;
     /// [`Error::OutOfMemory`] if an allocation failed (nothing was kept).
     pub fn new(pool: &'a ThreadPool<S>, config: QueueConfig) -> Result<Self, Error> {
-        let slots = pool.max_threads();
+        let slots = pool.thread_limit();
         if config.width > slots {
             return Err(Error::InvalidArgument);
         }
@@ -318,7 +318,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// none starts until fewer run than `width`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] above the pool's `max_threads` (nothing changed); as
+    /// [`Error::InvalidArgument`] above the pool's thread limit (nothing changed); as
     /// [`try_submit`](Self::try_submit) when the pool refuses the new runners (the width is
     /// set, the tasks stay waiting); [`Error::Forked`] in a child that inherited the pool.
     pub fn set_width(&self, width: usize) -> Result<(), Error> {

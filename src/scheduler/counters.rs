@@ -69,7 +69,7 @@ impl Counters {
 /// use pool::{Config, ThreadPool};
 /// let pool = ThreadPool::new(Config::default().with_max_threads(2)).unwrap();
 /// pool.spawn_future(async {}).unwrap().join().unwrap();
-/// let runs: usize = (0..pool.max_threads()).map(|i| pool.worker_stats(i).unwrap().polled).sum();
+/// let runs: usize = (0..pool.thread_limit()).map(|i| pool.worker_stats(i).unwrap().polled).sum();
 /// assert_eq!(runs, 1); // the one poll ran on a worker
 /// # }
 /// ```

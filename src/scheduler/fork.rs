@@ -44,7 +44,7 @@ impl<S: Spawner> ThreadPool<S> {
     pub(crate) unsafe fn reset_after_fork(&self, spawner: S) -> Result<(), Error> {
         let old = self.inner();
         let config = Config::new()
-            .with_max_threads(old.protocol.max_threads() as usize)
+            .with_max_threads(old.protocol.thread_limit() as usize)
             .with_stack_size(old.stack_size)
             .with_idle_spins(old.idle_spins);
         let fresh = Inner::build(config, spawner)?;

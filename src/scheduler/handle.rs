@@ -50,6 +50,7 @@ impl<S: Spawner> fmt::Debug for ThreadPool<S> {
         f.debug_struct("ThreadPool")
             .field("sync", &inner.protocol.load(Ordering::Relaxed))
             .field("max_threads", &inner.protocol.max_threads())
+            .field("thread_limit", &inner.protocol.thread_limit())
             .finish_non_exhaustive()
     }
 }

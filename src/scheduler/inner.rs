@@ -44,6 +44,8 @@ pub(crate) struct Inner<S: Spawner> {
     /// Claimed by the first `shutdown` call; the dropper waits on it (`crate::shutdown`).
     pub(super) gate: ShutdownGate,
     pub(super) stats_spawn_failed: AtomicUsize,
+    /// Workers parked as surplus (`surplus.rs`): neither idle nor running.
+    pub(super) surplus_threads: AtomicUsize,
     /// Counters of events on threads that are not workers (shared: `bump_shared`).
     pub(crate) outside: CachePadded<Counters>,
     pub(crate) spawner: S,
@@ -99,7 +101,8 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// Whether no task is queued or running (`ThreadPool::wait_idle`): every started thread is
-    /// counted idle, none of them sleeps inside a task's wait, and every queue is empty. Once
+    /// counted idle or parked as surplus, none of them sleeps inside a task's wait, and every
+    /// queue is empty. Once
     /// true it stays true until the next submit, which is not ordered with this check anyway.
     pub(super) fn is_idle(&self) -> bool {
         let s = self.protocol.load(Ordering::Relaxed);
@@ -109,7 +112,7 @@ impl<S: Spawner> Inner<S> {
         if s.state() == State::Shutdown {
             return s.spawned() == 0 && self.injector.is_empty();
         }
-        if s.idle() != s.spawned() || !self.injector.is_empty() {
+        if s.idle() as usize + self.surplus_threads.load(Ordering::Relaxed) != s.spawned() as usize || !self.injector.is_empty() {
             return false;
         }
         let mut worker = self.workers.load(Ordering::Acquire);
@@ -207,6 +210,7 @@ impl<S: Spawner> Inner<S> {
             addr_of_mut!((*dst).join_parker).write(spawner.new_parker());
             addr_of_mut!((*dst).gate).write(ShutdownGate::new());
             addr_of_mut!((*dst).stats_spawn_failed).write(AtomicUsize::new(0));
+            addr_of_mut!((*dst).surplus_threads).write(AtomicUsize::new(0));
             addr_of_mut!((*dst).outside).write(CachePadded(Counters::default()));
             addr_of_mut!((*dst).refs).write(CachePadded(AtomicUsize::new(1)));
             Timers::init(addr_of_mut!((*dst).timers));
@@ -227,6 +231,7 @@ impl<S: Spawner> Inner<S> {
                 join_parker: _,
                 gate: _,
                 stats_spawn_failed: _,
+                surplus_threads: _,
                 outside: _,
                 spawner: _,
                 refs: _,

@@ -37,6 +37,7 @@ pub(crate) mod protocol;
 mod run;
 mod search;
 mod seeking;
+mod surplus;
 #[cfg(all(test, shuttle))]
 mod shuttle;
 pub(crate) mod sleep;

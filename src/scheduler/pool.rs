@@ -23,7 +23,8 @@ use crate::task::{Batch, Task};
 impl<S: Spawner> ThreadPool<S> {
 
 
-    /// The most threads this pool will start.
+    /// The most threads that serve this pool now: the `max_threads` it was created with,
+    /// until [`set_max_threads`](Self::set_max_threads) changes it.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
@@ -35,6 +36,13 @@ impl<S: Spawner> ThreadPool<S> {
     /// ```
     pub fn max_threads(&self) -> usize {
         self.inner().protocol.max_threads() as usize
+    }
+
+    /// The most threads this pool may ever have: the `max_threads` it was created with (its
+    /// worker slots; the bound of [`set_max_threads`](Self::set_max_threads) and of a
+    /// queue's width).
+    pub fn thread_limit(&self) -> usize {
+        self.inner().protocol.thread_limit() as usize
     }
 
     /// The platform this pool runs on.

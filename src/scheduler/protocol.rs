@@ -49,8 +49,13 @@ pub(crate) struct Protocol {
     /// Shutdown has fired the timers and woken the I/O waiters (`Inner::release_waits`): a
     /// draining worker leaves only once it searched after this was set.
     waits_released: AtomicBool,
-    /// Most threads the pool starts.
-    max_threads: u32,
+    /// Most threads that serve the pool now (`ThreadPool::set_max_threads`): a notify starts a
+    /// thread only below it, and the workers at or above it turn surplus (`surplus.rs`).
+    /// Relaxed: read on every notify's decision, written only by `set_max_threads`, whose
+    /// unparks order it before the surplus workers' next look.
+    max_threads: AtomicU32,
+    /// The most threads the pool may have (its worker slots): the creation's `max_threads`.
+    thread_limit: u32,
 }
 
 impl Protocol {
@@ -63,7 +68,8 @@ impl Protocol {
             idle: IdleSet::from_words(idle_words),
             role: AtomicUsize::new(0),
             waits_released: AtomicBool::new(false),
-            max_threads,
+            max_threads: AtomicU32::new(max_threads),
+            thread_limit: max_threads,
         }
     }
 
@@ -72,10 +78,22 @@ impl Protocol {
         self.idle.into_words()
     }
 
-    /// Most threads the pool starts.
+    /// Most threads that serve the pool now.
     #[inline(always)]
     pub(crate) fn max_threads(&self) -> u32 {
-        self.max_threads
+        self.max_threads.load(Ordering::Relaxed)
+    }
+
+    /// The most threads the pool may have (its worker slots).
+    pub(crate) fn thread_limit(&self) -> u32 {
+        self.thread_limit
+    }
+
+    /// Sets how many threads serve the pool (at most `thread_limit`; `surplus.rs`).
+    #[cold]
+    pub(crate) fn set_max_threads(&self, n: u32) {
+        debug_assert!(n >= 1 && n <= self.thread_limit);
+        self.max_threads.store(n, Ordering::Relaxed);
     }
 
     /// A snapshot of the word.
@@ -96,7 +114,7 @@ impl Protocol {
     pub(crate) fn notify(&self, is_waking: bool) -> Wake {
         if !is_waking {
             let s = self.load(Ordering::Relaxed);
-            if s.notify(false, self.max_threads) == Notify::Shared {
+            if s.notify(false, self.max_threads()) == Notify::Shared {
                 fence(Ordering::SeqCst);
                 if self.load(Ordering::Relaxed) == s {
                     return Wake::Nothing;
@@ -110,7 +128,7 @@ impl Protocol {
     /// or started now with no wake in flight; otherwise one Relaxed load and nothing written.
     #[inline(always)]
     pub(crate) fn notify_join(&self) -> Wake {
-        if self.load(Ordering::Relaxed).wants_work(self.max_threads) {
+        if self.load(Ordering::Relaxed).wants_work(self.max_threads()) {
             return self.notify_slow(false);
         }
         Wake::Nothing
@@ -122,7 +140,7 @@ impl Protocol {
         let mut s = self.load(Ordering::Relaxed);
         let mut fenced = false;
         loop {
-            match s.notify(is_waking, self.max_threads) {
+            match s.notify(is_waking, self.max_threads()) {
                 Notify::Stop => return Wake::Nothing,
                 Notify::Shared => {
                     // As on the fast path (`notify`): fence, and look once more.

@@ -58,7 +58,12 @@ impl<S: Spawner> Inner<S> {
         let mut st = Seeking::new(until.is_some());
         // The worker's own loop starts by consuming the notification that started its thread.
         let mut search = until.is_some();
+        // The own loop's idle wait ends when the worker turns surplus (`surplus.rs`).
+        let surplus = || self.is_surplus(me);
         loop {
+            if until.is_none() {
+                self.retire_if_surplus(cx, &mut st);
+            }
             if search {
                 // Before the search: it then finds what the released waits queued.
                 st.search_begins(|| self.protocol.waits_released());
@@ -91,9 +96,14 @@ impl<S: Spawner> Inner<S> {
                     if until.is_none() {
                         // The busy path: this worker's own tasks back to back, no notification
                         // owed (the yield loop: ~10 instructions fewer per task than going
-                        // round `find_work`'s result and the waking test).
-                        while let Some(task) = self.find_local(cx) {
+                        // round `find_work`'s result and the waking test), until it is told
+                        // it is surplus.
+                        while !me.surplus.load(Ordering::Relaxed) {
+                            let Some(task) = self.find_local(cx) else { break };
                             self.run_task(cx, task);
+                        }
+                        if me.surplus.load(Ordering::Relaxed) {
+                            self.retire_if_surplus(cx, &mut st);
                         }
                     }
                 }
@@ -131,12 +141,15 @@ impl<S: Spawner> Inner<S> {
                 // flag too (its Acquire fence after the count pairs with this one).
                 fence(Ordering::Release);
             }
-            let waited = self.wait_or(cx, st.wait_begins(), until.map(|_| &done as &dyn Fn() -> bool), deadline);
+            let over: &dyn Fn() -> bool = if until.is_some() { &done } else { &surplus };
+            let waited = self.wait_or(cx, st.wait_begins(), over, until.is_none(), deadline);
             if until.is_some() {
                 me.waiting_in_task.store(false, Ordering::Relaxed);
             }
             match waited {
                 Waited::Notified(waking) => st.notified(waking),
+                // The own loop's wait is over: it turned surplus (the loop's first look).
+                Waited::Done if until.is_none() => {}
                 Waited::Done => return,
                 // Drain: queued work still runs after shutdown began.
                 Waited::Shutdown => st.drain(),

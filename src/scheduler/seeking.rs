@@ -139,6 +139,19 @@ impl Seeking {
     }
 }
 
+impl Seeking {
+    /// The worker turns surplus (`surplus.rs`) and parks outside the protocol: as
+    /// [`blocking`](Self::blocking), its waking right is handed on, and a notification for a
+    /// search it owes or for the tasks it handed on (`work_queued`); it owes nothing after
+    /// (the notification stands for the search), so when it serves again it starts afresh.
+    #[inline]
+    pub(crate) fn retiring(&mut self, work_queued: bool) -> Option<bool> {
+        let handoff = self.blocking(work_queued);
+        self.owes_search = false;
+        handoff
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -168,6 +181,19 @@ mod tests {
         s.came_up_empty();
         assert_eq!(s.blocking(false), None);
         assert_eq!(s.blocking(true), Some(false));
+    }
+
+    #[test]
+    fn a_retiring_worker_hands_on_what_it_holds_and_owes_nothing_after() {
+        let mut s = Seeking::new(false);
+        assert_eq!(s.retiring(false), None, "nothing held, nothing owed, nothing handed on");
+        assert_eq!(s.retiring(true), Some(false), "its own tasks handed on: a notification");
+        s.notified(true);
+        assert_eq!(s.retiring(false), Some(true), "the waking right handed on");
+        assert_eq!(s.retiring(false), None, "the search was handed on with it");
+        s.notified(false);
+        assert_eq!(s.retiring(false), Some(false), "a search owed: a notification");
+        assert_eq!(s.leaving(false), Handoff::Nothing);
     }
 
     #[test]

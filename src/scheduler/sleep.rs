@@ -164,16 +164,16 @@ impl<S: Spawner> Inner<S> {
 
     /// Called by a worker that found no work: goes idle (raising the other workers' hungry
     /// flags) and sleeps until a notification, which it consumes: `Notified(true)` if it is
-    /// now the waking thread (also when `done` is true by then: the caller owes the search, or
-    /// hands the notification on). Returns `Shutdown` when the pool is shutting down, and, with
-    /// a `done` condition (a worker that waits inside a task), `Done` as soon as it is true;
-    /// the condition's setter must unpark the worker's parker after making it true, or the
-    /// condition comes true at `deadline` (ns on the pool's clock), when the worker's park
-    /// times out. Each step is `Sync::wait`.
-    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, is_waking: bool, done: Option<&dyn Fn() -> bool>, deadline: Option<u64>) -> Waited {
+    /// now the waking thread (also when `is_done` is true by then: the caller owes the search,
+    /// or hands the notification on). Returns `Shutdown` when the pool is shutting down, and
+    /// `Done` as soon as `is_done` is true (a wait inside a task is over; the own loop's worker
+    /// turned surplus); the condition's setter must unpark the worker's parker after making it
+    /// true, or the condition comes true at `deadline` (ns on the pool's clock), when the
+    /// worker's park times out. `may_drive`: it may block in the I/O driver (the own loop).
+    /// Each step is `Sync::wait`.
+    pub(crate) fn wait_or(&self, cx: &WorkerContext<S>, is_waking: bool, is_done: &dyn Fn() -> bool, may_drive: bool, deadline: Option<u64>) -> Waited {
         // Going idle: the injector interval's window in progress measures no poll time now.
         cx.interrupt_interval();
-        let is_done = || done.is_some_and(|d| d());
         let mut w = Waiter { is_waking, ..Waiter::default() };
         let mut s = self.protocol.load(Ordering::Relaxed);
         loop {
@@ -196,7 +196,7 @@ impl<S: Spawner> Inner<S> {
                 }
                 WaitOutcome::Park => {}
             }
-            w.local_work = self.park(cx, &is_done, done.is_none(), deadline);
+            w.local_work = self.park(cx, is_done, may_drive, deadline);
             s = self.protocol.load(Ordering::Relaxed);
         }
     }

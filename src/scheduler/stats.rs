@@ -25,7 +25,11 @@ pub struct Stats {
     pub threads: usize,
     /// Threads counted idle (asleep or about to sleep).
     pub idle_threads: usize,
-    /// Worker slots (`max_threads`): [`ThreadPool::worker_stats`] takes `0..workers` for the
+    /// Threads parked as surplus, above the pool's `max_threads` after
+    /// [`ThreadPool::set_max_threads`] lowered it: neither idle nor running (not counted in
+    /// `idle_threads`).
+    pub surplus_threads: usize,
+    /// Worker slots (the thread limit): [`ThreadPool::worker_stats`] takes `0..workers` for the
     /// workers and `workers` for the threads that are not workers.
     pub workers: usize,
     // The per-worker counters below are summed over every worker (see
@@ -78,6 +82,7 @@ impl<S: Spawner> ThreadPool<S> {
             // Workers idle when shutdown came leave without giving their idle count back
             // (nothing reads it after Shutdown): none is idle then (tests/stats.rs).
             idle_threads: if s.state() == State::Shutdown { 0 } else { s.idle() as usize },
+            surplus_threads: inner.surplus_threads.load(Ordering::Relaxed),
             workers: inner.worker_table.len(),
             spawned: total.spawned,
             polled: total.polled,

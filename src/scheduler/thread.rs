@@ -48,6 +48,7 @@ impl<S: Spawner> Inner<S> {
             // start threads starts one (context.rs, "The hungry flag").
             ptr::addr_of_mut!((*dst).demand).write(Demand::new());
             ptr::addr_of_mut!((*dst).waiting_in_task).write(AtomicBool::new(false));
+            ptr::addr_of_mut!((*dst).surplus).write(AtomicBool::new(false));
             ptr::addr_of_mut!((*dst).lifo).write(AtomicPtr::new(ptr::null_mut()));
             Ring::init(ptr::addr_of_mut!((*dst).ring));
             JoinDeque::init(ptr::addr_of_mut!((*dst).joins));
@@ -56,7 +57,7 @@ impl<S: Spawner> Inner<S> {
         }
         // Names every field: one added and not written above fails to compile here.
         let _ = |w: &Worker<S>| {
-            let Worker { pool: _, next: _, index: _, demand: _, waiting_in_task: _, lifo: _, ring: _, joins: _, parker: _, stats: _ } = w;
+            let Worker { pool: _, next: _, index: _, demand: _, waiting_in_task: _, surplus: _, lifo: _, ring: _, joins: _, parker: _, stats: _ } = w;
         };
     }
 

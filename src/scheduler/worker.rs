@@ -35,6 +35,10 @@ pub(crate) struct Worker<S: Spawner> {
     /// Set while this worker sleeps in a wait *inside a task* (counted idle in `Sync`, yet a
     /// task is running): `ThreadPool::wait_idle` must not take it for idle.
     pub(crate) waiting_in_task: AtomicBool,
+    /// Set by `set_max_threads` while this worker's index is at or above the pool's
+    /// `max_threads`: the owner's busy loop reads it after each task and turns surplus
+    /// (`surplus.rs`). A hint, Relaxed: `Inner::is_surplus` is the rule.
+    pub(crate) surplus: AtomicBool,
     /// The hungry and record flags: idle workers raise the hunger, this worker's `join`s read
     /// the record flag (`scheduler::frame`, "The record flag"; `context.rs`, "The hungry flag").
     pub(crate) demand: Demand,
@@ -63,6 +67,17 @@ impl<S: Spawner> Worker<S> {
         // borrowed, and it is only ever accessed through atomics.
         let padded = unsafe { &*ptr::addr_of!((*worker.as_ptr()).stats) };
         &padded.0
+    }
+
+    /// Any thread: the surplus flag of a worker from the worker table, without a reference to
+    /// the whole `Worker` (as [`stats_of`](Self::stats_of)).
+    ///
+    /// # Safety
+    /// `worker` came from the worker table (initialised, and live until the pool is dropped).
+    pub(crate) unsafe fn surplus_of<'a>(worker: NonNull<Worker<S>>) -> &'a AtomicBool {
+        // SAFETY: the caller's contract; only the `surplus` field is borrowed, and it is only
+        // ever accessed through atomics.
+        unsafe { &*ptr::addr_of!((*worker.as_ptr()).surplus) }
     }
 
     /// Any thread: the join deque of a worker from the worker table, without a reference to

@@ -14,6 +14,7 @@
 //! * `timers`: the timer role handed on when its holder leaves idle; a worker parked in the
 //!   I/O driver while work arrives and its own dispatch wakes a task; shutdown ending a task's
 //!   I/O wait.
+//! * `surplus`: the live thread count lowered and raised while a producer submits.
 //! * `shutdown`: submits racing shutdown (a push half-linked when the workers leave); a
 //!   delayed task fired by shutdown's drain while a wait inside a task takes the drain's unpark.
 //!
@@ -22,10 +23,13 @@
 
 mod shutdown;
 mod sleep;
+mod surplus;
 mod timers;
 mod waits;
 
 use core::ptr::NonNull;
+
+use std::sync::Arc;
 
 use crate::shuttle::{ShuttleSpawner, Tally};
 use crate::{Config, ThreadPool};
@@ -40,6 +44,16 @@ fn submit(pool: &ThreadPool<ShuttleSpawner>, tally: &Tally, i: usize) {
     // SAFETY: the tally outlives the pool's use of its tasks (each scenario keeps it until
     // after shutdown), and each task is submitted once.
     unsafe { pool.submit(tally.task(i)) }.unwrap();
+}
+
+/// Two workers started and idle: two tasks in a row, so the first worker, woken for them,
+/// starts the second as it hands the waking right on.
+fn start_two_workers(pool: &crate::ThreadPool<ShuttleSpawner>) -> Arc<Tally> {
+    let tally = Tally::new(2);
+    submit(pool, &tally, 0);
+    submit(pool, &tally, 1);
+    tally.wait_for(2);
+    tally
 }
 
 /// Shuts `pool` down and checks that every thread it started was joined.

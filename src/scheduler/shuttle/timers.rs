@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::{pool, shutdown, submit};
+use super::{pool, shutdown, start_two_workers, submit};
 use crate::io::Driver;
 use crate::shuttle::{check_pct, check_random, Gate, ShuttleSpawner, Tally};
 
@@ -15,16 +15,6 @@ use crate::shuttle::{check_pct, check_random, Gate, ShuttleSpawner, Tally};
 const TICK: u64 = crate::timer::wheel::TICK_NS;
 /// A near deadline, in ticks from 0.
 const NEAR: u64 = 2;
-
-/// Two workers started and idle: two tasks in a row, so the first worker, woken for them,
-/// starts the second as it hands the waking right on.
-fn start_two_workers(pool: &crate::ThreadPool<ShuttleSpawner>) -> Arc<Tally> {
-    let tally = Tally::new(2);
-    submit(pool, &tally, 0);
-    submit(pool, &tally, 1);
-    tally.wait_for(2);
-    tally
-}
 
 /// A timer's task runs long on the worker whose fire woke it; the other timer must not go
 /// unwatched meanwhile. Two idle workers: one holds the timer role and parks until tick
