@@ -63,12 +63,14 @@ impl core::fmt::Debug for Ring {
     }
 }
 
-/// What a successful steal returns: one task to run now, and how many more it queued in the
-/// thief's ring (non-zero means the thief should notify, design text 002 "Season 1 pt. 3").
+/// What a successful steal returns: one task to run now, how many more it queued in the
+/// thief's ring, and how many it left in the victim's (it takes half). Either non-zero means
+/// the thief should notify (design text 002 "Season 1 pt. 3").
 #[derive(Debug)]
 pub(crate) struct Stolen {
     pub(crate) task: NonNull<Task>,
     pub(crate) queued: u32,
+    pub(crate) left: u32,
 }
 
 impl Ring {
@@ -170,7 +172,7 @@ impl Ring {
                 dst.tail.store(last, Ordering::Release);
             }
             let task = NonNull::new(task).expect("stolen slot is null");
-            return Some(Stolen { task, queued: take - 1 });
+            return Some(Stolen { task, queued: take - 1, left: queued - take });
         }
     }
 }
@@ -413,6 +415,8 @@ mod tests {
             let stolen = victim_ring.steal_into(&thief).unwrap();
             let take = queued - queued / 2;
             assert_eq!(stolen.queued, take - 1);
+            assert_eq!(stolen.left, queued - take);
+            assert_eq!(victim_ring.len(), stolen.left, "what the victim kept");
             let mut got = Vec::new();
             while let Some(t) = thief.pop() {
                 got.push(t);

@@ -243,7 +243,12 @@ impl<S: Spawner> Inner<S> {
             if !v.ring.is_empty() {
                 if let Some(stolen) = v.ring.steal_into(&cx.ring) {
                     me.count_steal(1 + stolen.queued as usize);
-                    return Some((stolen.task, stolen.queued > 0));
+                    // `pushed` also when the victim kept some (a steal takes half): one
+                    // notification may stand for all of a ring's tasks, and a thief that
+                    // consumed it without the waking right would otherwise hand nobody the
+                    // rest, left with a victim that may be blocked in a long task (the
+                    // protocol's model reports `pushed` whenever tasks are left).
+                    return Some((stolen.task, stolen.queued > 0 || stolen.left > 0));
                 }
             } else if let Some(task) = v.joins.steal() {
                 // A fork-join job: the victim's oldest, the biggest piece it has left.

@@ -14,8 +14,9 @@
 //!
 //! The model's tasks sit in one queue (the injector, and the rings and join deques that any
 //! worker may reach by stealing, as one): a search takes one task, and reports `pushed` when
-//! more are left (the real search moves a batch into its ring and notifies for it, or re-checks
-//! the injector after unlocking it). A `Wait` task submits a child and waits for it inside the
+//! more are left (the real search moves a batch into its ring and notifies for it, re-checks
+//! the injector after unlocking it, or reports `pushed` when a steal of half a ring left the
+//! rest with its victim). A `Wait` task submits a child and waits for it inside the
 //! task (`run_until` with a condition): it runs what it finds meanwhile, registers as the
 //! child's waiter before it sleeps, and is unparked by whoever runs the child.
 
