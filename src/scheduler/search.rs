@@ -339,7 +339,7 @@ impl<S: Spawner> Inner<S> {
     fn after_injector_unlock(&self) {
         fence(Ordering::SeqCst);
         if self.injector.has_ready() {
-            self.notify(false);
+            self.notify_cold(false);
         }
     }
 }
