@@ -8,8 +8,9 @@
 //!   gives it back when it goes idle (`Sync::wait`).
 //! * **A search owed** (`owes_search`): a consumed notification stands for pushes this worker
 //!   must look for until a search of its comes up empty (a notify that finds `notified` set
-//!   writes nothing: several pushes share one notification). A wait that leaves before that,
-//!   even one that was over when it consumed the notification, hands a notification on.
+//!   writes nothing: several pushes share one notification). A worker that leaves its search
+//!   before that hands a notification on: a wait that leaves (even one that was over when it
+//!   consumed the notification), and a search that found a task, which may run for ever.
 //! * **The drain** (`drain`): shutdown began; the worker runs what is left, and leaves only once
 //!   a search that began after shutdown released its waits came up empty.
 //! * **The registration** (`registered`): a wait inside a task registers as its signal's waiter
@@ -50,12 +51,17 @@ impl Seeking {
     }
 
     /// A search found a task (`pushed`: it moved more into the worker's queues, where others
-    /// may take them): `Some(is_waking)` if the worker must notify before running it (the
-    /// wake-up cascade, and the waking right handed on). The right is used up either way.
+    /// may take them, or left more in its victim's): `Some(is_waking)` if the worker must
+    /// notify before running it: the wake-up cascade, the waking right handed on, and a search
+    /// it owes. The task may run for as long as it likes, so the search that the consumed
+    /// notification stood for cannot wait until it returns: the pushes that shared that
+    /// notification may sit where this search did not look (another worker's ring), with every
+    /// other worker asleep. The right and the search are used up either way.
     #[inline]
     pub(crate) fn found(&mut self, pushed: bool) -> Option<bool> {
-        let notify = (self.is_waking || pushed).then_some(self.is_waking);
+        let notify = (self.is_waking || self.owes_search || pushed).then_some(self.is_waking);
         self.is_waking = false;
+        self.owes_search = false;
         notify
     }
 
@@ -162,8 +168,10 @@ mod tests {
         assert!(s.must_register());
         s.notified(false);
         assert_eq!(s.leaving(false), Handoff::Notify, "owes the search");
+        assert_eq!(s.found(false), Some(false), "a task found: the owed search handed on");
+        assert_eq!(s.leaving(false), Handoff::Nothing, "handed on already");
         assert_eq!(s.found(false), None);
-        assert_eq!(s.leaving(false), Handoff::Notify, "a task found: still owed");
+        s.notified(false);
         s.came_up_empty();
         assert_eq!(s.leaving(false), Handoff::Nothing);
         assert_eq!(s.leaving(true), Handoff::Notify, "own tasks left behind");

@@ -102,9 +102,10 @@ fn explore(c: Config, producers: &[&[Kind]]) -> usize {
 #[test]
 fn every_reachable_state_of_up_to_three_workers_and_two_tasks() {
     use Kind::*;
-    let scenarios: [&[&[Kind]]; 5] = [
+    let scenarios: [&[&[Kind]]; 6] = [
         &[&[Plain]],
         &[&[Plain, Plain]],
+        &[&[Plain, Plain, Plain]],
         &[&[Plain], &[Plain]],
         &[&[Wait]],
         &[&[Wait], &[Plain]],

@@ -13,10 +13,10 @@
 //! lost wake-up; the test prints the events that reach it.
 //!
 //! The model's tasks sit in one queue (the injector, and the rings and join deques that any
-//! worker may reach by stealing, as one): a search takes one task, and reports `pushed` when
-//! more are left (the real search moves a batch into its ring and notifies for it, re-checks
-//! the injector after unlocking it, or reports `pushed` when a steal of half a ring left the
-//! rest with its victim). A `Wait` task submits a child and waits for it inside the
+//! worker may reach by stealing, as one): a search takes one task, and with more left it may
+//! report them (`pushed`: the real search moved a batch into its ring, or stole half a ring
+//! and left the rest with its victim) or not (they sit in a ring it did not reach). Leftovers
+//! in the injector are the injector's re-check's to notify (`after_injector_unlock`). A `Wait` task submits a child and waits for it inside the
 //! task (`run_until` with a condition): it runs what it finds meanwhile, registers as the
 //! child's waiter before it sleeps, and is unparked by whoever runs the child.
 
@@ -381,10 +381,17 @@ impl Model {
                     return;
                 }
                 let kind = m.queue.pop().expect("not empty");
-                let pushed = !m.queue.is_empty();
-                let notify = m.workers[i].seeking.found(pushed).map(|is_waking| Notifying::Cas { is_waking });
-                m.workers[i].pc = Pc::Found { kind, notify };
-                push("finds a task", m);
+                // With tasks left, the real search may report them (it moved a batch into its
+                // ring, or stole half a ring) or not (they sit in a ring it did not reach).
+                for pushed in [false, true] {
+                    if pushed && m.queue.is_empty() {
+                        continue;
+                    }
+                    let mut m = m;
+                    let notify = m.workers[i].seeking.found(pushed).map(|is_waking| Notifying::Cas { is_waking });
+                    m.workers[i].pc = Pc::Found { kind, notify };
+                    push(if pushed { "finds a task, reports the rest" } else { "finds a task" }, m);
+                }
             }
             Pc::Found { kind, notify: Some(n) } => {
                 for m in notify_then(self, n, &|m, next| m.workers[i].pc = Pc::Found { kind, notify: next }) {

@@ -21,6 +21,7 @@
 //! `scripts/plants/shuttle/` re-creates each bug in today's code; `make verify-plants` checks
 //! that a scenario here catches it.
 
+mod blockers;
 mod shutdown;
 mod sleep;
 mod surplus;
