@@ -148,6 +148,12 @@ impl<S: Spawner> Inner<S> {
             }
             match waited {
                 Waited::Notified(waking) => st.notified(waking),
+                // Its own queues, filled by its park's dispatch: the own loop's search finds
+                // them first, owing nobody a search (no notification was consumed). A wait
+                // inside a task may leave before it runs them: it hands on a notification
+                // then, as for a consumed one, so that another worker takes them.
+                Waited::LocalWork if until.is_none() => {}
+                Waited::LocalWork => st.notified(false),
                 // The own loop's wait is over: it turned surplus (the loop's first look).
                 Waited::Done if until.is_none() => {}
                 Waited::Done => return,

@@ -35,6 +35,9 @@ use crate::sync::{spin_hint, Backoff, Ordering};
 pub(crate) enum Waited {
     /// A notification was consumed; search again (as the waking thread if true).
     Notified(bool),
+    /// The park filled the worker's own queues (an I/O or timer dispatch inside it): run them,
+    /// owing nobody a search (no notification was consumed; README, "Tasks woken on a worker").
+    LocalWork,
     /// The waiter's condition became true.
     Done,
     /// The pool is shutting down.
@@ -186,7 +189,7 @@ impl<S: Spawner> Inner<S> {
                 WaitOutcome::End(WaitEnd::Done) => return Waited::Done,
                 // Our park filled our own queues (an I/O or timer dispatch): back to work, not
                 // idle, without a notification (`schedule_woken`).
-                WaitOutcome::End(WaitEnd::LocalWork) => return Waited::Notified(false),
+                WaitOutcome::End(WaitEnd::LocalWork) => return Waited::LocalWork,
                 WaitOutcome::End(WaitEnd::Idle) => {
                     // Out of work: ask the busy workers to offer their latent joins.
                     self.raise_hunger(cx.worker());
