@@ -326,4 +326,4 @@ impl<S: Spawner> Inner<S> {
 }
 
 #[cfg(all(test, loom))]
-mod loom;
+pub(super) mod loom;

@@ -27,9 +27,9 @@ use loom::thread;
 use crate::loom::{model, LoomSpawner};
 use crate::{container_of, Config, Error, Task, ThreadPool};
 
-/// A task that counts its runs.
+/// A task that counts its runs (also the surplus models' task: `surplus/loom.rs`).
 #[repr(C)]
-struct Job {
+pub(in crate::scheduler) struct Job {
     task: Task,
     runs: AtomicUsize,
 }
@@ -42,15 +42,20 @@ unsafe extern "C" fn run_job(task: *mut Task) {
     job.runs.fetch_add(1, Ordering::Release);
 }
 
-fn jobs(n: usize) -> Arc<Vec<Job>> {
-    Arc::new((0..n).map(|_| Job { task: Task::new(run_job), runs: AtomicUsize::new(0) }).collect())
+/// `n` tasks, none run.
+pub(in crate::scheduler) fn job_vec(n: usize) -> Vec<Job> {
+    (0..n).map(|_| Job { task: Task::new(run_job), runs: AtomicUsize::new(0) }).collect()
 }
 
-fn runs(job: &Job) -> usize {
+fn jobs(n: usize) -> Arc<Vec<Job>> {
+    Arc::new(job_vec(n))
+}
+
+pub(in crate::scheduler) fn runs(job: &Job) -> usize {
     job.runs.load(Ordering::Acquire)
 }
 
-fn submit(pool: &ThreadPool<LoomSpawner>, job: &Job) -> Result<(), Error> {
+pub(in crate::scheduler) fn submit(pool: &ThreadPool<LoomSpawner>, job: &Job) -> Result<(), Error> {
     // SAFETY: the job outlives the pool's use of it (the model keeps `jobs` alive until after
     // shutdown), and it is submitted once.
     unsafe { pool.submit(NonNull::from(&job.task)) }
@@ -59,7 +64,7 @@ fn submit(pool: &ThreadPool<LoomSpawner>, job: &Job) -> Result<(), Error> {
 /// Waits (yielding to loom) until `job` has run. A task that never runs (a lost wake-up) fails
 /// here after 300 yields, with the pool's `Sync` word in the message; correct executions need a
 /// handful (loom's own branch limit would stop an endless spin too, less readably).
-fn spin_until_ran(pool: &ThreadPool<LoomSpawner>, job: &Job) {
+pub(in crate::scheduler) fn spin_until_ran(pool: &ThreadPool<LoomSpawner>, job: &Job) {
     let mut spins = 0;
     while runs(job) == 0 {
         spins += 1;
