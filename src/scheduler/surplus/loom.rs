@@ -1,6 +1,6 @@
 //! Loom models of the surplus workers (`surplus.rs`) on a whole `ThreadPool` of loom threads
-//! (`crate::loom`), with `sleep/loom.rs`'s task and waits: a lost wake-up is a loom deadlock or a spin that never
-//! ends (`spin_until_ran`), a double run a run count of 2.
+//! (`crate::loom`), with `sleep/loom.rs`'s task and waits: a lost wake-up is a loom deadlock
+//! or a spin that never ends (`spin_until_ran`), a double run a run count of 2.
 //!
 //! Bounded (`model_with_bound`): three threads (two prestarted workers and the main thread,
 //! which polls by yielding) at the suite's two preemptions were still running after 25
