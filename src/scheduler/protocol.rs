@@ -387,3 +387,7 @@ mod checks;
 mod explore;
 #[cfg(all(test, not(loom), not(miri)))]
 mod model;
+#[cfg(all(test, not(loom), not(miri)))]
+mod steps;
+#[cfg(all(test, not(loom), not(miri)))]
+mod surplus;

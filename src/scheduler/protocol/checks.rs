@@ -42,13 +42,17 @@ impl Model {
     /// worker sleeps, or while a thread could still be started (unless a start failed: the
     /// work then waits for a worker to come back, `Sync::spawn_failed`). Either would be a
     /// lost wake-up.
-    pub(super) fn check_quiet(&self, c: &Config) -> Result<(), std::string::String> {
-        let queued = !self.queue.is_empty();
+    pub(super) fn check_quiet(&self) -> Result<(), std::string::String> {
+        let queued = self.queued();
         let sleeper = self.workers.iter().any(|w| matches!(w.pc, Pc::Sleeping | Pc::DrainPark) && !w.token);
         if queued && sleeper {
             return Err("lost wake-up: work queued while a worker sleeps".into());
         }
-        if queued && !self.spawn_failed && self.word.spawned() < c.max_threads && self.word.state() != State::Shutdown {
+        let stays_surplus = |i: usize| matches!(self.workers[i].pc, Pc::Retired { parked: true, .. }) && !self.workers[i].token;
+        if let Some(i) = (0..MAX_WORKERS).find(|&i| stays_surplus(i) && !self.is_surplus(i)) {
+            return Err(std::format!("worker {i} stays parked as surplus below max_threads {}", self.max));
+        }
+        if queued && !self.spawn_failed && self.word.spawned() < self.max && self.word.state() != State::Shutdown {
             return Err("lost wake-up: work queued while a thread could be started".into());
         }
         Ok(())
@@ -57,7 +61,7 @@ impl Model {
     /// A state where nothing at all can happen: every task ran and, after shutdown, every
     /// worker left.
     pub(super) fn check_finished(&self, c: &Config, total: u8) -> Result<(), std::string::String> {
-        let all_ran = self.ran == total && self.queue.is_empty();
+        let all_ran = self.ran == total && !self.queued();
         let all_left = !c.shutdown || self.workers.iter().all(|w| matches!(w.pc, Pc::Unused | Pc::Exited));
         if all_ran && all_left { Ok(()) } else { Err(std::format!("stuck ({} of {total} tasks ran)", self.ran)) }
     }

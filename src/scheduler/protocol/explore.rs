@@ -47,11 +47,11 @@ fn explore(c: Config, producers: &[&[Kind]]) -> usize {
         }
         let mut next = m.successors(&c);
         if next.is_empty() {
-            if let Err(e) = m.check_quiet(&c) {
+            if let Err(e) = m.check_quiet() {
                 fail(stack, &m, &e);
             }
         }
-        next.extend(m.task_ends());
+        next.extend(m.task_ends(&c));
         if next.is_empty() {
             if let Err(e) = m.check_finished(&c, total) {
                 fail(stack, &m, &e);
@@ -62,7 +62,7 @@ fn explore(c: Config, producers: &[&[Kind]]) -> usize {
         components.push((fingerprint(&m), false));
         stack.push(Frame { model: m, next, taken: 0, index, low: index, exit: false });
     };
-    visit(&mut stack, &mut seen, &mut components, Model::new(producers, c.shutdown));
+    visit(&mut stack, &mut seen, &mut components, Model::new(producers, &c));
     while let Some(top) = stack.last_mut() {
         if top.taken < top.next.len() {
             let w = top.next[top.taken].1;
@@ -102,20 +102,51 @@ fn explore(c: Config, producers: &[&[Kind]]) -> usize {
 #[test]
 fn every_reachable_state_of_up_to_three_workers_and_two_tasks() {
     use Kind::*;
-    let scenarios: [&[&[Kind]]; 6] = [
+    let scenarios: [&[&[Kind]]; 8] = [
         &[&[Plain]],
         &[&[Plain, Plain]],
         &[&[Plain, Plain, Plain]],
         &[&[Plain], &[Plain]],
         &[&[Wait]],
         &[&[Wait], &[Plain]],
+        &[&[Waker]],
+        &[&[Plain, Waker]],
     ];
     let mut states = 0;
     for max_threads in 1..=MAX_WORKERS as u32 {
         for spins in [false, true] {
             for shutdown in [false, true] {
                 for producers in scenarios {
-                    states += explore(Config { max_threads, spins, shutdown }, producers);
+                    states += explore(Config { max_threads, spins, shutdown, resize: &[] }, producers);
+                }
+            }
+        }
+    }
+    std::println!("{states} states explored");
+}
+
+/// A pool resized while it runs (`surplus.rs`): lowered, and lowered then raised again. `make
+/// test` explores a pool of two (without the spin when raised again) and a pool of three
+/// lowered and raised with two tasks (about 35 s); `make verify` (`POOL_PROTOCOL_FULL=1`) every
+/// scenario below (about 15 min, 215 M states).
+#[test]
+fn every_reachable_state_of_a_pool_resized_while_it_runs() {
+    use Kind::*;
+    let full = std::env::var_os("POOL_PROTOCOL_FULL").is_some();
+    let scenarios: [&[&[Kind]]; 5] = [&[&[Plain]], &[&[Plain, Plain]], &[&[Plain], &[Plain]], &[&[Wait]], &[&[Plain, Waker]]];
+    let resizes: [(u32, &[u32]); 4] = [(2, &[1]), (2, &[1, 2]), (3, &[2, 3]), (3, &[1])];
+    let mut states = 0;
+    for (max_threads, resize) in resizes {
+        for spins in [false, true] {
+            for shutdown in [false, true] {
+                for producers in scenarios {
+                    let quick = match max_threads {
+                        2 => resize.len() == 1 || !spins,
+                        _ => !spins && !shutdown && resize.len() == 2 && producers == [&[Plain, Plain]],
+                    };
+                    if full || quick {
+                        states += explore(Config { max_threads, spins, shutdown, resize }, producers);
+                    }
                 }
             }
         }

@@ -19,11 +19,17 @@
 //! in the injector are the injector's re-check's to notify (`after_injector_unlock`). A `Wait` task submits a child and waits for it inside the
 //! task (`run_until` with a condition): it runs what it finds meanwhile, registers as the
 //! child's waiter before it sleeps, and is unparked by whoever runs the child.
+//!
+//! A scenario may resize the pool while it runs (`surplus.rs`): `set_max_threads` as a thread
+//! of its own, and the surplus worker's rows (S5) in the workers' own loops.
+//!
+//! The steps of one worker are in `steps.rs`; the surplus worker's and the resizer's in
+//! `surplus.rs`.
 
 use std::vec::Vec;
 
-use crate::scheduler::seeking::{Handoff, Seeking};
-use crate::scheduler::sync_word::{Notify, State, Sync, WaitEnd, WaitStep, Waiter, Wake};
+use crate::scheduler::seeking::Seeking;
+use crate::scheduler::sync_word::{Notify, Sync, Waiter, Wake};
 
 pub(super) const MAX_WORKERS: usize = 3;
 
@@ -34,6 +40,9 @@ pub(super) enum Kind {
     /// Submits a `Child` and waits for it.
     Wait,
     Child,
+    /// An async task whose poll wakes another (a `Plain`) on its own worker: into that
+    /// worker's LIFO slot, with no notification (README row X3), and returns.
+    Waker,
 }
 
 /// Where a notify stands: its CAS (`Sync::notify`), then, for `Wake::Unpark`, the scan that
@@ -72,6 +81,16 @@ pub(super) enum Pc {
     /// Drained before shutdown released its waits: parked on its parker.
     DrainPark,
     Exited,
+    /// The own loop's busy path after a task: reads its `surplus` flag (`run.rs`).
+    AfterTask,
+    /// `retire_if_surplus` (`surplus.rs`): reads `max_threads`. `search`: the loop searches
+    /// after it (else it waits: the loop's first turn).
+    Retire { search: bool },
+    /// A retiring worker's notify (`Seeking::retiring`).
+    RetireNotify { search: bool, n: Notifying },
+    /// Surplus, parked on its parker outside the protocol (`parked`), or looking again at
+    /// `max_threads` and the word.
+    Retired { search: bool, parked: bool },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -79,11 +98,18 @@ pub(super) struct Thread {
     pub(super) pc: Pc,
     pub(super) seeking: Seeking,
     /// The outer loop's state while a `Wait` task waits inside it.
-    outer: Option<Seeking>,
+    pub(super) outer: Option<Seeking>,
     pub(super) waiter: Waiter,
     pub(super) token: bool,
     pub(super) in_idle_set: bool,
-    spinning: bool,
+    pub(super) spinning: bool,
+    /// Its start order (`Worker::index`): whether it is surplus. Kept only in scenarios that
+    /// resize; elsewhere the workers are interchangeable (`canonical`).
+    pub(super) index: u8,
+    /// Its `Worker::surplus` flag, which its busy path reads.
+    pub(super) surplus: bool,
+    /// Its LIFO slot holds a task (a `Plain` woken by its `Waker`'s poll).
+    pub(super) lifo: bool,
 }
 
 impl Thread {
@@ -95,6 +121,9 @@ impl Thread {
         token: false,
         in_idle_set: false,
         spinning: false,
+        index: 0,
+        surplus: false,
+        lifo: false,
     };
 }
 
@@ -115,11 +144,11 @@ impl Fifo {
         self.items[0].is_none()
     }
 
-    fn push(&mut self, k: Kind) {
+    pub(super) fn push(&mut self, k: Kind) {
         *self.items.iter_mut().find(|i| i.is_none()).expect("room in the queue") = Some(k);
     }
 
-    fn pop(&mut self) -> Option<Kind> {
+    pub(super) fn pop(&mut self) -> Option<Kind> {
         let first = self.items[0].take();
         self.items.rotate_left(1);
         first
@@ -135,7 +164,7 @@ struct Producer {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Shutdown {
+pub(super) enum Shutdown {
     Off,
     /// May begin once every producer is done.
     Ready,
@@ -152,23 +181,44 @@ pub(super) struct Model {
     pub(super) workers: [Thread; MAX_WORKERS],
     pub(super) queue: Fifo,
     producers: [Option<Producer>; 2],
-    shutdown: Shutdown,
-    released: bool,
+    pub(super) shutdown: Shutdown,
+    pub(super) released: bool,
     /// The child is done (its signal set).
-    child_done: bool,
+    pub(super) child_done: bool,
     /// The worker registered as the child's waiter.
     pub(super) waiter_of_child: Option<usize>,
     pub(super) ran: u8,
     /// A thread start failed on the way here.
     pub(super) spawn_failed: bool,
+    /// `Protocol::max_threads`.
+    pub(super) max: u32,
+    pub(super) resizer: Resizer,
 }
 
-/// One scenario: the pool's size, the idle spin, the producers' tasks, shutdown at the end.
+/// `set_max_threads`, run once for each value of the scenario's `resize`, in order: it stores
+/// `max_threads`, sets the workers' `surplus` flags, unparks every worker and notifies.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct Resizer {
+    /// The values of `resize` begun.
+    pub(super) begun: u8,
+    pub(super) step: Option<Resizing>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Resizing {
+    Flags,
+    UnparkAll,
+    Notify(Notifying),
+}
+
+/// One scenario: the pool's size, the idle spin, the producers' tasks, shutdown at the end,
+/// and the values `set_max_threads` sets meanwhile (none: the pool is not resized).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Config {
     pub(super) max_threads: u32,
     pub(super) spins: bool,
     pub(super) shutdown: bool,
+    pub(super) resize: &'static [u32],
 }
 
 /// One event of the exploration, for the trace of a failure.
@@ -177,6 +227,7 @@ pub(super) enum Event {
     Producer(u8, &'static str),
     Thread(u8, &'static str),
     Shutdown(&'static str),
+    Resize(&'static str),
 }
 
 impl core::fmt::Debug for Event {
@@ -185,35 +236,38 @@ impl core::fmt::Debug for Event {
             Event::Producer(p, what) => write!(f, "producer {p} {what}"),
             Event::Thread(w, what) => write!(f, "worker {w} {what}"),
             Event::Shutdown(what) => write!(f, "shutdown {what}"),
+            Event::Resize(what) => write!(f, "set_max_threads {what}"),
         }
     }
 }
 
 impl Model {
-    pub(super) fn new(producers: &[&[Kind]], shutdown: bool) -> Self {
+    pub(super) fn new(producers: &[&[Kind]], c: &Config) -> Self {
         Model {
             word: Sync::default(),
             workers: [Thread::UNUSED; MAX_WORKERS],
             queue: Fifo::default(),
             producers: core::array::from_fn(|p| producers.get(p).map(|t| Producer { tasks: Fifo::of(t), notifying: None })),
-            shutdown: if shutdown { Shutdown::Ready } else { Shutdown::Off },
+            shutdown: if c.shutdown { Shutdown::Ready } else { Shutdown::Off },
             released: false,
             child_done: false,
             waiter_of_child: None,
             ran: 0,
             spawn_failed: false,
+            max: c.max_threads,
+            resizer: Resizer { begun: 0, step: None },
         }
     }
 
     pub(super) fn tasks_total(producers: &[&[Kind]]) -> u8 {
-        // A `Wait` task brings its child.
-        producers.iter().flat_map(|t| t.iter()).map(|k| if *k == Kind::Wait { 2 } else { 1 }).sum()
+        // A `Wait` task brings its child, a `Waker` the task it wakes.
+        producers.iter().flat_map(|t| t.iter()).map(|k| if matches!(k, Kind::Wait | Kind::Waker) { 2 } else { 1 }).sum()
     }
 
     /// The notify step `n` of a notifier; the next step, if the notify goes on.
     fn notify_step(&mut self, c: &Config, n: Notifying, spawn_ok: bool) -> Option<Notifying> {
         match n {
-            Notifying::Cas { is_waking } => match self.word.notify(is_waking, c.max_threads) {
+            Notifying::Cas { is_waking } => match self.word.notify(is_waking, self.max) {
                 Notify::Stop | Notify::Shared => None,
                 Notify::Write(next, wake) => {
                     self.word = next;
@@ -222,8 +276,12 @@ impl Model {
                         Wake::Unpark => Some(Notifying::TakeSleeper),
                         Wake::Spawn => {
                             if spawn_ok {
+                                let started = self.workers.iter().filter(|w| w.pc != Pc::Unused).count();
                                 let slot = self.workers.iter().position(|w| w.pc == Pc::Unused).expect("a slot for every spawn");
                                 self.workers[slot].pc = Pc::Start;
+                                if !c.resize.is_empty() {
+                                    self.workers[slot].index = started as u8;
+                                }
                             } else {
                                 self.word = self.word.spawn_failed();
                                 self.spawn_failed = true;
@@ -251,6 +309,31 @@ impl Model {
         }
     }
 
+    /// A notify in progress inside a step of anyone: its CAS, or its scan for a sleeper (a
+    /// choice); `then` records where the notifier goes on.
+    pub(super) fn notify_then(&self, c: &Config, n: Notifying, then: &dyn Fn(&mut Model, Option<Notifying>)) -> Vec<Model> {
+        let mut v = Vec::new();
+        match n {
+            Notifying::TakeSleeper => {
+                for s in self.sleepers() {
+                    let mut m = *self;
+                    m.take_sleeper(s);
+                    then(&mut m, None);
+                    v.push(m);
+                }
+            }
+            n => {
+                for &spawn_ok in self.spawn_outcomes() {
+                    let mut m = *self;
+                    let next = m.notify_step(c, n, spawn_ok);
+                    then(&mut m, next);
+                    v.push(m);
+                }
+            }
+        }
+        v
+    }
+
     fn sleepers(&self) -> Vec<Option<usize>> {
         if self.workers.iter().any(|w| w.spinning) {
             return std::vec![None];
@@ -265,8 +348,20 @@ impl Model {
         if self.word.spawned() >= 1 { &[true, false] } else { &[true] }
     }
 
-    fn done_for(&self, i: usize) -> bool {
+    /// Whether a task waits anywhere: in the queue or a LIFO slot.
+    pub(super) fn queued(&self) -> bool {
+        !self.queue.is_empty() || self.workers.iter().any(|w| w.lifo)
+    }
+
+    /// Whether the wait of worker `i` inside its `Wait` task is over.
+    pub(super) fn done_for(&self, i: usize) -> bool {
         self.workers[i].outer.is_some() && self.child_done
+    }
+
+    /// The condition of the idle wait of worker `i`: its wait inside a task is over, or (its
+    /// own loop) it is surplus.
+    pub(super) fn over(&self, i: usize) -> bool {
+        if self.workers[i].outer.is_some() { self.child_done } else { self.is_surplus(i) }
     }
 
     /// Every event enabled in this state, as successor states, with a label.
@@ -284,20 +379,9 @@ impl Model {
                     out.push((Event::Producer(p as u8, "pushes a task"), m));
                 }
                 None => {}
-                Some(Notifying::TakeSleeper) => {
-                    for v in self.sleepers() {
-                        let mut m = *self;
-                        m.take_sleeper(v);
-                        m.producers[p].as_mut().expect("a producer").notifying = None;
-                        out.push((Event::Producer(p as u8, "takes a sleeper's bit"), m));
-                    }
-                }
                 Some(n) => {
-                    for &spawn_ok in self.spawn_outcomes() {
-                        let mut m = *self;
-                        let next = m.notify_step(c, n, spawn_ok);
-                        m.producers[p].as_mut().expect("a producer").notifying = next;
-                        out.push((Event::Producer(p as u8, if spawn_ok { "notifies" } else { "notifies (a spawn fails)" }), m));
+                    for m in self.notify_then(c, n, &|m, next| m.producers[p].as_mut().expect("a producer").notifying = next) {
+                        out.push((Event::Producer(p as u8, "notifies"), m));
                     }
                 }
             }
@@ -324,268 +408,11 @@ impl Model {
             }
             _ => {}
         }
+        self.resizer_steps(c, &mut out);
         for i in 0..MAX_WORKERS {
             self.worker_steps(c, i, &mut out);
         }
         out
     }
-
-    fn worker_steps(&self, c: &Config, i: usize, out: &mut Vec<(Event, Model)>) {
-        let w = self.workers[i];
-        let mut push = |label: &'static str, m: Model| out.push((Event::Thread(i as u8, label), m));
-        // A notify in progress inside a step: its CAS, or its scan for a sleeper (a choice).
-        let notify_then = |m: &Model, n: Notifying, then: &dyn Fn(&mut Model, Option<Notifying>)| -> Vec<Model> {
-            let mut v = Vec::new();
-            match n {
-                Notifying::TakeSleeper => {
-                    for s in m.sleepers() {
-                        let mut m2 = *m;
-                        m2.take_sleeper(s);
-                        then(&mut m2, None);
-                        v.push(m2);
-                    }
-                }
-                n => {
-                    for &spawn_ok in m.spawn_outcomes() {
-                        let mut m2 = *m;
-                        let next = m2.notify_step(c, n, spawn_ok);
-                        then(&mut m2, next);
-                        v.push(m2);
-                    }
-                }
-            }
-            v
-        };
-        match w.pc {
-            Pc::Unused | Pc::Exited | Pc::Running(_) => {}
-            Pc::Start => {
-                let mut m = *self;
-                m.workers[i].seeking = Seeking::new(false);
-                m.workers[i].waiter = Waiter::default();
-                m.workers[i].pc = Pc::WaitRead;
-                push("starts", m);
-            }
-            Pc::Search => {
-                let mut m = *self;
-                let released = m.released;
-                m.workers[i].seeking.search_begins(|| released);
-                if m.done_for(i) {
-                    m.workers[i].pc = Pc::AfterSearch;
-                    push("search: its wait is over", m);
-                    return;
-                }
-                if m.queue.is_empty() {
-                    m.workers[i].seeking.came_up_empty();
-                    m.workers[i].pc = Pc::AfterSearch;
-                    push("search comes up empty", m);
-                    return;
-                }
-                let kind = m.queue.pop().expect("not empty");
-                // With tasks left, the real search may report them (it moved a batch into its
-                // ring, or stole half a ring) or not (they sit in a ring it did not reach).
-                for pushed in [false, true] {
-                    if pushed && m.queue.is_empty() {
-                        continue;
-                    }
-                    let mut m = m;
-                    let notify = m.workers[i].seeking.found(pushed).map(|is_waking| Notifying::Cas { is_waking });
-                    m.workers[i].pc = Pc::Found { kind, notify };
-                    push(if pushed { "finds a task, reports the rest" } else { "finds a task" }, m);
-                }
-            }
-            Pc::Found { kind, notify: Some(n) } => {
-                for m in notify_then(self, n, &|m, next| m.workers[i].pc = Pc::Found { kind, notify: next }) {
-                    push("notifies before running it", m);
-                }
-            }
-            Pc::Found { kind, notify: None } => {
-                let mut m = *self;
-                match kind {
-                    Kind::Plain | Kind::Child => m.workers[i].pc = Pc::Running(kind),
-                    Kind::Wait => {
-                        m.queue.push(Kind::Child);
-                        m.workers[i].pc = Pc::Submit(Notifying::Cas { is_waking: false });
-                    }
-                }
-                push("runs its task", m);
-            }
-            Pc::Submit(n) => {
-                for m in notify_then(self, n, &|m, next| {
-                    m.workers[i].pc = match next {
-                        Some(next) => Pc::Submit(next),
-                        None => {
-                            // The wait inside the task begins (`wait_until` -> `run_until`).
-                            let outer = m.workers[i].seeking;
-                            m.workers[i].outer = Some(outer);
-                            m.workers[i].seeking = Seeking::new(true);
-                            Pc::Search
-                        }
-                    }
-                }) {
-                    push("submits the child", m);
-                }
-            }
-            Pc::AfterSearch => {
-                let mut m = *self;
-                if m.workers[i].outer.is_some() {
-                    if m.child_done {
-                        m.workers[i].pc = Pc::Leave(None);
-                        push("its wait is over: leaves", m);
-                        return;
-                    }
-                    if m.workers[i].seeking.must_register() {
-                        m.workers[i].seeking.registered();
-                        m.waiter_of_child = Some(i);
-                    }
-                }
-                match (m.workers[i].seeking.draining(), m.workers[i].outer.is_some()) {
-                    (Some(true), false) => {
-                        m.workers[i].pc = Pc::Exited;
-                        m.word = Sync(m.word.0 - Sync::ONE_SPAWNED);
-                        push("drained: leaves the pool", m);
-                    }
-                    (Some(false), _) | (Some(true), true) => {
-                        if !m.released || m.workers[i].outer.is_some() {
-                            m.workers[i].pc = Pc::DrainPark;
-                        } else {
-                            m.workers[i].pc = Pc::Search;
-                        }
-                        push("drained: parks until released", m);
-                    }
-                    (None, _) => {
-                        m.workers[i].waiter = Waiter { is_waking: m.workers[i].seeking.wait_begins(), ..Waiter::default() };
-                        m.workers[i].pc = Pc::WaitRead;
-                        push("waits", m);
-                    }
-                }
-            }
-            Pc::Leave(None) => {
-                let mut m = *self;
-                let handoff = m.workers[i].seeking.leaving(false);
-                let n = match handoff {
-                    Handoff::Nothing => None,
-                    Handoff::Notify => Some(Notifying::Cas { is_waking: false }),
-                    Handoff::Waking => Some(Notifying::Cas { is_waking: true }),
-                };
-                match n {
-                    Some(n) => m.workers[i].pc = Pc::Leave(Some(n)),
-                    None => m.finish_wait(i),
-                }
-                push("leaves its wait", m);
-            }
-            Pc::Leave(Some(n)) => {
-                for m in notify_then(self, n, &|m, next| match next {
-                    Some(next) => m.workers[i].pc = Pc::Leave(Some(next)),
-                    None => m.finish_wait(i),
-                }) {
-                    push("hands a notification on", m);
-                }
-            }
-            Pc::WaitRead => {
-                let mut m = *self;
-                let mut waiter = w.waiter;
-                waiter.leaving = m.done_for(i);
-                let label = match m.word.wait(waiter) {
-                    WaitStep::Shutdown => {
-                        // `wait_or` returns: its waiter state is gone.
-                        m.workers[i].waiter = Waiter::default();
-                        m.workers[i].seeking.drain();
-                        m.workers[i].pc = Pc::Search;
-                        "sees shutdown: drains"
-                    }
-                    WaitStep::Park => {
-                        m.workers[i].pc = if c.spins { Pc::Spin } else { Pc::Announce };
-                        m.workers[i].spinning = c.spins;
-                        "nothing to consume: sleeps"
-                    }
-                    WaitStep::Write(next, end) => {
-                        m.word = next;
-                        if end != WaitEnd::Idle {
-                            // `wait_or` returns: its waiter state is gone.
-                            m.workers[i].waiter = Waiter::default();
-                        }
-                        match end {
-                            WaitEnd::Notified { waking } => {
-                                m.workers[i].seeking.notified(waking);
-                                m.workers[i].pc = Pc::Search;
-                            }
-                            WaitEnd::Done => m.workers[i].pc = Pc::Leave(None),
-                            WaitEnd::LocalWork => unreachable!("no park of the model fills a queue"),
-                            WaitEnd::Idle => {
-                                m.workers[i].waiter = Waiter { is_idle: true, ..Waiter::default() };
-                            }
-                        }
-                        "takes a wait step"
-                    }
-                };
-                push(label, m);
-            }
-            Pc::Spin => {
-                // The spin ends early for what it sees; or it runs out (any time: a choice).
-                let s = self.word;
-                if (s.notified() && !self.queue.is_empty()) || s.state() == State::Shutdown || self.done_for(i) {
-                    let mut m = *self;
-                    m.workers[i].spinning = false;
-                    m.workers[i].pc = Pc::WaitRead;
-                    push("spin sees something", m);
-                }
-                let mut m = *self;
-                m.workers[i].spinning = false;
-                m.workers[i].pc = Pc::Announce;
-                push("spin runs out", m);
-            }
-            Pc::Announce => {
-                let mut m = *self;
-                m.workers[i].in_idle_set = true;
-                let s = m.word;
-                m.workers[i].pc =
-                    if !s.notified() && s.state() != State::Shutdown && !m.done_for(i) { Pc::Sleeping } else { Pc::Withdraw };
-                push("announces its park", m);
-            }
-            Pc::Sleeping | Pc::DrainPark if w.token => {
-                let mut m = *self;
-                m.workers[i].token = false;
-                m.workers[i].pc = if w.pc == Pc::Sleeping { Pc::Withdraw } else { Pc::Search };
-                push("is unparked", m);
-            }
-            Pc::Sleeping | Pc::DrainPark => {}
-            Pc::Withdraw => {
-                let mut m = *self;
-                m.workers[i].in_idle_set = false;
-                m.workers[i].pc = Pc::WaitRead;
-                push("withdraws its park", m);
-            }
-        }
-    }
-
-    /// The `Wait` task's wait returned: the task goes on with its own code.
-    fn finish_wait(&mut self, i: usize) {
-        let w = &mut self.workers[i];
-        w.seeking = w.outer.take().expect("in a wait");
-        w.pc = Pc::Running(Kind::Wait);
-    }
-
-
-    /// The running tasks that may end now (`Pc::Running`).
-    pub(super) fn task_ends(&self) -> Vec<(Event, Model)> {
-        let mut out = Vec::new();
-        for i in 0..MAX_WORKERS {
-            let Pc::Running(kind) = self.workers[i].pc else { continue };
-            let mut m = *self;
-            m.ran += 1;
-            m.workers[i].pc = Pc::Search;
-            if kind == Kind::Child {
-                m.child_done = true;
-                // The signal's setter wakes the registered waiter's parker.
-                if let Some(v) = m.waiter_of_child {
-                    m.workers[v].token = true;
-                }
-            }
-            out.push((Event::Thread(i as u8, "ends its task"), m));
-        }
-        out
-    }
-
-
-
 }
+
