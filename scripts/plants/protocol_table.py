@@ -28,12 +28,12 @@ plants = [
   "            Notify::Write(next.with_state(State::Signaled), Wake::Unpark)", "            Notify::Write(next, Wake::Unpark)"),
  ("sync_word: a waking worker going idle keeps the waking right", "src/scheduler/sync_word.rs",
   "        let next = if w.is_waking { next.with_state(State::Pending) } else { next };\n        if w.leaving {", "        if w.leaving {"),
- ("seeking: a retiring surplus worker drops the search it owes", "src/scheduler/seeking.rs",
-  "        let handoff = self.blocking(work_queued);\n", "        self.owes_search = false;\n        let handoff = self.blocking(work_queued);\n"),
- ("seeking: a retiring surplus worker keeps its waking right to itself", "src/scheduler/seeking.rs",
-  "        let handoff = self.blocking(work_queued);\n", "        let was_waking = self.is_waking;\n        let handoff = self.blocking(work_queued).filter(|_| !was_waking);\n"),
- ("seeking: a retiring surplus worker does not hand on the tasks it leaves in its queues", "src/scheduler/seeking.rs",
-  "        let handoff = self.blocking(work_queued);\n", "        let handoff = self.blocking(false);\n"),
+ ("seeking: a worker parking outside the protocol (a surplus one) drops the search it owes", "src/scheduler/seeking.rs",
+  "        (is_waking || owes_search || work_queued).then_some(is_waking)", "        (is_waking || work_queued).then_some(is_waking)"),
+ ("seeking: a worker parking outside the protocol (a surplus one) keeps its waking right to itself", "src/scheduler/seeking.rs",
+  "        (is_waking || owes_search || work_queued).then_some(is_waking)", "        (!is_waking && (owes_search || work_queued)).then_some(false)"),
+ ("seeking: a worker parking outside the protocol (a surplus one) does not hand on the tasks it leaves in its queues", "src/scheduler/seeking.rs",
+  "        (is_waking || owes_search || work_queued).then_some(is_waking)", "        (is_waking || owes_search).then_some(is_waking)"),
 ]
 # Harmless: the next wait consumes the stale Signaled (no state strands a task).
 HARMLESS = {"sync_word: a failed spawn keeps its Signaled"}

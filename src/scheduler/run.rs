@@ -186,17 +186,28 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// A wait past its nesting bound (`context.rs`, "Bounded helping"): no related work is
-    /// left, and unrelated work may not nest here. Tell the pool about the queued work this
-    /// worker will not run (a notification wakes an idle worker or starts a thread, if the pool
-    /// has room; the waking right, if we hold it, is handed on: `Seeking::blocking`), then
-    /// sleep on our parker, outside the sleep protocol (not idle: a notification must not pick
-    /// us), until the signal's setter unparks us or the deadline passes (`done`).
+    /// A wait past its nesting bound parks outside the protocol (`park_outside`) until its
+    /// signal is set or its deadline passes (`done`), telling the pool of the tasks in its own
+    /// queues and the injector first.
     #[cold]
     #[inline(never)]
     fn block_until(&self, cx: &WorkerContext<S>, done: &dyn Fn() -> bool, deadline: Option<u64>, mut st: Seeking) {
+        let queued = cx.worker().holds_tasks() || !self.injector.is_empty();
+        self.park_outside(cx, queued, done, deadline, &mut st);
+    }
+
+    /// Worker `cx` sleeps on its parker outside the sleep protocol (not idle: a notification
+    /// must not pick it) until `done` (its setter unparks it) or the deadline passes: a wait past
+    /// its nesting bound (`context.rs`, "Bounded helping": no related work is left, and
+    /// unrelated work may not nest here), or a surplus worker (`surplus.rs`). First it tells
+    /// the pool about the work it will not run (`Seeking::parks_outside`, with `work_queued`
+    /// what the caller knows queued: a notification wakes an idle worker or starts a thread, if
+    /// the pool has room; the waking right, if it holds it, is handed on). Inlined into its
+    /// two callers, both out of line: `block_until` and `retire_if_surplus`.
+    #[inline]
+    pub(super) fn park_outside(&self, cx: &WorkerContext<S>, work_queued: bool, done: impl Fn() -> bool, deadline: Option<u64>, st: &mut Seeking) {
         let me = cx.worker();
-        if let Some(is_waking) = st.blocking(me.holds_tasks() || !self.injector.is_empty()) {
+        if let Some(is_waking) = st.parks_outside(work_queued) {
             self.notify_cold(is_waking);
         }
         cx.interrupt_interval();

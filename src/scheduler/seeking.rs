@@ -135,26 +135,17 @@ impl Seeking {
         }
     }
 
-    /// The wait is past its nesting bound and sleeps outside the protocol: `Some(is_waking)`
-    /// if it must notify first, for what it holds or owes or knows queued (`work_queued`) and
-    /// will not run. The waking right is used up.
+    /// The worker sleeps on its parker outside the protocol (not idle: no notification picks
+    /// it): a wait past its nesting bound, or a surplus worker (`surplus.rs`). `Some(is_waking)`
+    /// if it must notify first, for what it will not run: its waking right (handed on), a
+    /// search it owes, work it knows queued (`work_queued`: its own queues, the injector). It
+    /// owes nothing after (the notification stands for the search), so a surplus worker that
+    /// serves again starts afresh.
     #[inline]
-    pub(crate) fn blocking(&mut self, work_queued: bool) -> Option<bool> {
+    pub(crate) fn parks_outside(&mut self, work_queued: bool) -> Option<bool> {
         let is_waking = core::mem::take(&mut self.is_waking);
-        (is_waking || self.owes_search || work_queued).then_some(is_waking)
-    }
-}
-
-impl Seeking {
-    /// The worker turns surplus (`surplus.rs`) and parks outside the protocol: as
-    /// [`blocking`](Self::blocking), its waking right is handed on, and a notification for a
-    /// search it owes or for the tasks it handed on (`work_queued`); it owes nothing after
-    /// (the notification stands for the search), so when it serves again it starts afresh.
-    #[inline]
-    pub(crate) fn retiring(&mut self, work_queued: bool) -> Option<bool> {
-        let handoff = self.blocking(work_queued);
-        self.owes_search = false;
-        handoff
+        let owes_search = core::mem::take(&mut self.owes_search);
+        (is_waking || owes_search || work_queued).then_some(is_waking)
     }
 }
 
@@ -179,7 +170,7 @@ mod tests {
         assert_eq!(s.leaving(false), Handoff::Waking);
         assert_eq!(s.leaving(false), Handoff::Notify, "the right was handed on; the search is owed");
         s.notified(true);
-        assert_eq!(s.blocking(false), Some(true));
+        assert_eq!(s.parks_outside(false), Some(true));
         s.notified(true);
         assert!(s.wait_begins(), "the right goes into the wait");
         assert!(!s.wait_begins());
@@ -187,20 +178,20 @@ mod tests {
         assert_eq!(s.found(false), Some(true), "the waking right is handed on");
         assert_eq!(s.found(true), Some(false), "more moved: notify");
         s.came_up_empty();
-        assert_eq!(s.blocking(false), None);
-        assert_eq!(s.blocking(true), Some(false));
+        assert_eq!(s.parks_outside(false), None);
+        assert_eq!(s.parks_outside(true), Some(false));
     }
 
     #[test]
-    fn a_retiring_worker_hands_on_what_it_holds_and_owes_nothing_after() {
+    fn a_worker_parking_outside_hands_on_what_it_holds_and_owes_nothing_after() {
         let mut s = Seeking::new(false);
-        assert_eq!(s.retiring(false), None, "nothing held, nothing owed, nothing handed on");
-        assert_eq!(s.retiring(true), Some(false), "its own tasks handed on: a notification");
+        assert_eq!(s.parks_outside(false), None, "nothing held, nothing owed, nothing handed on");
+        assert_eq!(s.parks_outside(true), Some(false), "its own tasks handed on: a notification");
         s.notified(true);
-        assert_eq!(s.retiring(false), Some(true), "the waking right handed on");
-        assert_eq!(s.retiring(false), None, "the search was handed on with it");
+        assert_eq!(s.parks_outside(false), Some(true), "the waking right handed on");
+        assert_eq!(s.parks_outside(false), None, "the search was handed on with it");
         s.notified(false);
-        assert_eq!(s.retiring(false), Some(false), "a search owed: a notification");
+        assert_eq!(s.parks_outside(false), Some(false), "a search owed: a notification");
         assert_eq!(s.leaving(false), Handoff::Nothing);
     }
 

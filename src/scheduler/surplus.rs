@@ -9,7 +9,7 @@
 //! A surplus worker finishes the task it runs, then, between two tasks of its own loop:
 //! * hands on its queued work: the tasks in its ring and LIFO slot stay there, for the others
 //!   to steal (every search looks at every worker's queues), and a notification makes one of
-//!   them search (as for its waking right and a search it owed: `Seeking::retiring`);
+//!   them search (as for its waking right and a search it owed: `Seeking::parks_outside`);
 //! * parks on its parker outside the waking protocol (not idle: no notification picks it),
 //!   counted in `Stats::surplus_threads`, until it is below `max_threads` again or shutdown
 //!   begins (both unpark it: `set_max_threads` and `begin_shutdown` unpark every worker).
@@ -22,7 +22,7 @@
 //! task is not over, and "after their current task" counts its waits as part of it.
 //!
 //! Nothing is stranded: a surplus worker leaves no notification owed behind it, and one for
-//! the tasks left in its queues (`Seeking::retiring`, tested with the other `Seeking`
+//! the tasks left in its queues (`Seeking::parks_outside`, tested with the other `Seeking`
 //! transitions); a worker goes idle only after a search that came up empty, and a search
 //! steals from every worker's ring and LIFO slot, surplus ones included.
 
@@ -35,7 +35,7 @@ use super::seeking::Seeking;
 use super::sync_word::State;
 use super::worker::Worker;
 use crate::error::Error;
-use crate::platform::{Parker, Spawner};
+use crate::platform::Spawner;
 use crate::sync::Ordering;
 
 impl<S: Spawner> ThreadPool<S> {
@@ -112,7 +112,9 @@ impl<S: Spawner> Inner<S> {
 
     /// Worker `cx`, in its own loop: if it is surplus (module docs) and not draining after
     /// shutdown, hands on what it holds and owes in the protocol (`st`), then parks until it
-    /// serves again or shutdown began.
+    /// serves again or shutdown began (`park_outside`: tasks left in its ring and LIFO slot
+    /// stay there for the others to steal, a search looking at every worker's, and the
+    /// notification makes one of them search).
     #[cold]
     #[inline(never)]
     pub(super) fn retire_if_surplus(&self, cx: &WorkerContext<S>, st: &mut Seeking) {
@@ -120,17 +122,10 @@ impl<S: Spawner> Inner<S> {
         if !self.is_surplus(me) || st.draining().is_some() {
             return;
         }
-        // Tasks left in its ring and LIFO slot stay there for the others to steal (a search
-        // looks at every worker's): the notification makes one of them search.
-        if let Some(is_waking) = st.retiring(me.holds_tasks()) {
-            self.notify_cold(is_waking);
-        }
-        cx.interrupt_interval();
         self.surplus_threads.fetch_add(1, Ordering::Relaxed);
         // Acquire: after shutdown, the drain that follows sees what was pushed before it.
-        while self.is_surplus(me) && self.protocol.load(Ordering::Acquire).state() != State::Shutdown {
-            me.parker.park();
-        }
+        let serves = || !self.is_surplus(me) || self.protocol.load(Ordering::Acquire).state() == State::Shutdown;
+        self.park_outside(cx, me.holds_tasks(), serves, None, st);
         self.surplus_threads.fetch_sub(1, Ordering::Relaxed);
     }
 }

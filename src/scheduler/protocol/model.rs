@@ -86,7 +86,7 @@ pub(super) enum Pc {
     /// `retire_if_surplus` (`surplus.rs`): reads `max_threads`. `search`: the loop searches
     /// after it (else it waits: the loop's first turn).
     Retire { search: bool },
-    /// A retiring worker's notify (`Seeking::retiring`).
+    /// A retiring worker's notify (`Seeking::parks_outside`).
     RetireNotify { search: bool, n: Notifying },
     /// Surplus, parked on its parker outside the protocol (`parked`), or looking again at
     /// `max_threads` and the word.

@@ -1,9 +1,9 @@
 //! The resizing of the waking protocol's model (`model.rs`): `set_max_threads` as a thread of
 //! its own (`Resizer`), and the surplus worker's rows (README S5, `scheduler/surplus.rs`):
 //! between two tasks of its own loop, and at the top of that loop, a worker at or above
-//! `max_threads` hands on what it holds and owes (`Seeking::retiring`) and parks on its parker
-//! outside the protocol until it serves again or shutdown begins. Its idle wait ends when it
-//! turns surplus (`Model::over`).
+//! `max_threads` hands on what it holds and owes and parks on its parker
+//! outside the protocol until it serves again or shutdown begins (`Seeking::parks_outside`).
+//! Its idle wait ends when it turns surplus (`Model::over`).
 //!
 //! A retiring worker's ring is not modelled apart from the shared queue: with tasks queued it
 //! may say it holds some or not, and the model takes both. Its LIFO slot is: a task woken on
@@ -91,7 +91,7 @@ impl Model {
                         continue;
                     }
                     let mut m = *self;
-                    m.workers[i].pc = match m.workers[i].seeking.retiring(holds) {
+                    m.workers[i].pc = match m.workers[i].seeking.parks_outside(holds) {
                         Some(is_waking) => Pc::RetireNotify { search, n: Notifying::Cas { is_waking } },
                         None => Pc::Retired { search, parked: false },
                     };

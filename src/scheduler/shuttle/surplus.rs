@@ -11,7 +11,7 @@ use crate::shuttle::{check_pct, check_random, ShuttleSpawner, Tally};
 /// idle, unparked to leave the idle set, handing on its waking right and a notification for
 /// what its queues hold), waits for the four, raises it back to 2 (the surplus worker serves
 /// again) and submits two more. Every task runs once: none is left in a surplus worker's
-/// queues, or behind a waking right it took with it (`Seeking::retiring`), with the serving
+/// queues, or behind a waking right it took with it (`Seeking::parks_outside`), with the serving
 /// worker asleep.
 fn resize_racing_submits(idle_spins: u32) {
     let pool = Arc::new(pool(2, idle_spins, ShuttleSpawner::new()));
