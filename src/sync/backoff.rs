@@ -15,13 +15,15 @@ const SPINS: u32 = if cfg!(any(loom, shuttle)) { 0 } else { 64 };
 #[derive(Debug)]
 pub(crate) struct Backoff {
     spins: u32,
-    sleep_us: u64,
-    max_us: u64,
+    sleep_us: u32,
+    max_us: u32,
 }
 
 impl Backoff {
     /// A wait whose sleeps start at `first_us` microseconds and double up to `max_us`.
-    pub(crate) const fn new(first_us: u64, max_us: u64) -> Self {
+    /// (32-bit: the sleeps are short, and a 64-bit product and division cost code on 32-bit
+    /// targets.)
+    pub(crate) const fn new(first_us: u32, max_us: u32) -> Self {
         Self { spins: 0, sleep_us: first_us, max_us }
     }
 
@@ -35,7 +37,7 @@ impl Backoff {
             super::hint::spin_hint();
             return;
         }
-        parker.park_timeout(Duration::from_micros(self.sleep_us));
-        self.sleep_us = (self.sleep_us * 2).min(self.max_us);
+        parker.park_timeout(Duration::from_micros(u64::from(self.sleep_us)));
+        self.sleep_us = self.sleep_us.saturating_mul(2).min(self.max_us);
     }
 }
