@@ -4,10 +4,13 @@
 //! # The timer parker
 //! The timer role (`Protocol`'s `role`) names at most one idle worker: the one that parks with a timeout on the
 //! wheel's next deadline. A worker about to park claims the role if it is free and the wheel
-//! is not empty (SeqCst CAS, then a SeqCst read of `next_tick`); a timer that becomes the
-//! earliest stores `next_tick` (SeqCst) and then reads the role (SeqCst). Store-load on both
-//! sides (a Dekker pair): either the registering thread sees the parker and unparks it (a
-//! token it keeps if it has not parked yet), or the parker sees the new deadline. When the
+//! is not empty (`Timers::pending`; SeqCst CAS), then reads `next_tick` under the wheel's
+//! lock; a timer that becomes the earliest is linked under that lock, and its registrar then
+//! reads the role (SeqCst fence and load). Either the parker's lock comes after the
+//! registrar's unlock (it sees the new deadline), or its whole hold comes before the
+//! registrar's: then its claim happened before the registrar's read of the role (the unlock's
+//! Release, the lock's Acquire), which sees the parker and unparks it (a token it keeps if
+//! it has not parked yet). When the
 //! registering thread sees no parker it notifies the pool (one idle worker wakes, finds no
 //! work and parks again, claiming the role), unless it is one of the pool's own workers: that
 //! one claims the role itself when it runs dry, and meanwhile fires due timers at its tick ends.
@@ -73,7 +76,7 @@ impl<S: Spawner> Inner<S> {
         let drive = may_drive && installed;
         // With a driver installed, the role goes only to a worker that can block in it (one
         // waiting for a latch cannot): else the I/O would go unwatched while others idle.
-        if (timers.next_tick(Ordering::Relaxed) == NONE && !drive)
+        if (timers.pending() == 0 && !drive)
             || (installed && !may_drive)
             || !self.protocol.claim_role(me.index)
         {
@@ -81,11 +84,11 @@ impl<S: Spawner> Inner<S> {
             return;
         }
         // After the claim (and its fence, `Protocol::claim_role`): the wheel's next deadline
-        // (module docs), and any wake aimed at us before our claim was visible
+        // (under its lock: module docs), and any wake aimed at us before our claim was visible
         // (`unpark_worker`: it then unparked only our parker, which the driver does not
         // watch): a notification or shutdown in the word, or our bit taken from the idle set
         // (by a notify that may have written its word before our last idle spell).
-        let next = timers.next_tick(Ordering::SeqCst);
+        let next = timers.next_tick();
         let s = self.protocol.load(Ordering::SeqCst);
         if s.notified() || s.state() == State::Shutdown || !self.protocol.still_announced(me.index) {
             self.protocol.release_role();
@@ -107,12 +110,12 @@ impl<S: Spawner> Inner<S> {
             }
         }
         self.protocol.release_role();
-        if timers.next_tick(Ordering::Relaxed) != NONE {
+        if timers.pending() != 0 {
             if let Some(now) = self.spawner.now_ns() {
                 timers.fire(tick_of(now), true);
             }
         }
-        if timers.next_tick(Ordering::Relaxed) != NONE && self.leaves_idle(me, is_done) {
+        if timers.pending() != 0 && self.leaves_idle(me, is_done) {
             // Leaving with timers pending (for notified work, for tasks our own fire woke into
             // our own queues, or because our wait is over): hand the role to another idle
             // worker, so a deadline passing while we run a long task still wakes someone.

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::platform::Spawner;
 use crate::sync::{fence, Ordering};
 use crate::task::{Batch, Task};
-use crate::timer::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered, NONE};
+use crate::timer::wheel::{tick_for_deadline, tick_of, Action, Entry, Registered};
 use crate::timer::Timers;
 
 /// Ticks past a deadline after which any worker (not only worker 0) fires timers at its tick
@@ -49,8 +49,9 @@ impl<S: Spawner> Inner<S> {
     pub(super) unsafe fn kick_of(pool: NonNull<()>) {
         // SAFETY: the caller's contract.
         let inner = unsafe { pool.cast::<Self>().as_ref() };
-        // Pairs with the fence after the role's claim (`Protocol::claim_role`); `register`
-        // stored `next_tick` with SeqCst before.
+        // After `register` released the wheel's lock with the new deadline in it: the claimer
+        // reads the deadline under that lock after its claim (`scheduler::park`, "The timer
+        // parker").
         fence(Ordering::SeqCst);
         if let Some(holder) = inner.protocol.role_holder(Ordering::SeqCst) {
             if let Some(worker) = inner.worker_at(holder) {
@@ -69,9 +70,8 @@ impl<S: Spawner> Inner<S> {
     /// no driver is installed.
     #[inline]
     pub(crate) fn maintenance_at_tick_end(&self, me: &Worker<S>) {
-        let next = self.timers().next_tick(Ordering::Relaxed);
-        if next != NONE {
-            self.timers_due(me, next);
+        if self.timers().pending() != 0 {
+            self.timers_due(me);
         }
         if self.driver.is_installed() {
             self.poll_driver();
@@ -80,9 +80,10 @@ impl<S: Spawner> Inner<S> {
 
     #[cold]
     #[inline(never)]
-    fn timers_due(&self, me: &Worker<S>, next: u64) {
+    fn timers_due(&self, me: &Worker<S>) {
         let Some(now) = self.spawner.now_ns() else { return };
         let now_tick = tick_of(now);
+        let Some(next) = self.timers().try_next_tick() else { return };
         // Worker 0 fires what is due; the others only what is overdue (worker 0 is busy).
         if now_tick >= next && (me.index == 0 || now_tick >= next.saturating_add(STALE_TICKS)) {
             self.timers().fire(now_tick, false);

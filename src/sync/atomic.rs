@@ -7,10 +7,10 @@
 //! interleavings, and a bug that needs a weaker order stays loom's to find.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
 #[cfg(all(shuttle, not(loom)))]
-pub(crate) use shuttle::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use shuttle::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
 #[cfg(not(any(loom, shuttle)))]
-pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
 
 pub(crate) use core::sync::atomic::Ordering;

@@ -25,7 +25,7 @@ mod idle_set;
 mod padded;
 mod try_lock;
 
-pub(crate) use atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 pub(crate) use backoff::Backoff;
 pub(crate) use cell::UnsafeCell;
 pub(crate) use counter::Counter;

@@ -27,15 +27,20 @@
 //!
 //! # The next deadline
 //! `next_tick` is the earliest tick at which the wheel has work (a slot start: an entry's
-//! deadline or a cascade), `NONE` when it is empty. Written under the lock after every change,
-//! read by anyone without it: the workers' tick end and their park decision (`scheduler`).
+//! deadline or a cascade), `NONE` when it is empty. Written under the lock after every change
+//! but a cancel (which leaves it early: a wake-up for nothing), and read under the lock too
+//! (`Timers::next_tick`): the lock's Release and Acquire order it with the timer role's claim
+//! (`scheduler::park`). Without the lock, `pending` (the entries in the wheel) says whether
+//! there is any: the workers' tick end and their park decision read that (`scheduler`). A
+//! 64-bit atomic would do for `next_tick` only where the target has one: elsewhere its
+//! emulation costs a global lock table and some 400 bytes of code.
 
 use core::marker::PhantomPinned;
 use core::ptr::{self, NonNull};
 use core::task::Waker;
 
 use self::batch::Batch;
-use crate::sync::{spin_hint, AtomicU32, AtomicU64, AtomicUsize, Locked, Ordering, TryLock, UnsafeCell};
+use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Locked, Ordering, TryLock, UnsafeCell};
 
 mod batch;
 
@@ -168,16 +173,16 @@ pub(crate) enum Registered {
 struct Wheel {
     /// The last tick processed: every deadline up to it has fired.
     elapsed: u64,
+    /// Earliest tick with work (module docs), `NONE` if empty.
+    next: u64,
     occupied: [u64; LEVELS],
     slots: [[*mut Entry; SLOTS]; LEVELS],
     closed: bool,
 }
 
-/// The wheel with its lock and the lock-free view of its next deadline. One per pool.
+/// The wheel with its lock and the lock-free count of its entries. One per pool.
 pub(crate) struct Timers {
     wheel: TryLock<Wheel>,
-    /// Earliest tick with work (module docs), `NONE` if empty.
-    next_tick: AtomicU64,
     /// Entries in the wheel (written under the lock; a gauge for anyone).
     pending: AtomicUsize,
 }
@@ -189,7 +194,6 @@ unsafe impl Send for Wheel {}
 impl core::fmt::Debug for Timers {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Timers")
-            .field("next_tick", &self.next_tick.load(Ordering::Relaxed))
             .field("pending", &self.pending.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -332,6 +336,7 @@ impl Timers {
         unsafe {
             TryLock::init(ptr::addr_of_mut!((*dst).wheel), |w: *mut Wheel| {
                 ptr::addr_of_mut!((*w).elapsed).write(0);
+                ptr::addr_of_mut!((*w).next).write(NONE);
                 ptr::addr_of_mut!((*w).occupied).write([0; LEVELS]);
                 let slots = ptr::addr_of_mut!((*w).slots).cast::<*mut Entry>();
                 for i in 0..LEVELS * SLOTS {
@@ -340,34 +345,28 @@ impl Timers {
                 ptr::addr_of_mut!((*w).closed).write(false);
                 // Names every field: one added and not written above fails to compile here.
                 let _ = |w: &Wheel| {
-                    let Wheel { elapsed: _, occupied: _, slots: _, closed: _ } = w;
+                    let Wheel { elapsed: _, next: _, occupied: _, slots: _, closed: _ } = w;
                 };
             });
-            ptr::addr_of_mut!((*dst).next_tick).write(AtomicU64::new(NONE));
             ptr::addr_of_mut!((*dst).pending).write(AtomicUsize::new(0));
         }
         // As above.
         let _ = |t: &Self| {
-            let Self { wheel: _, next_tick: _, pending: _ } = t;
+            let Self { wheel: _, pending: _ } = t;
         };
     }
 
-    /// The earliest tick with work, `NONE` if none. `order`: Relaxed for a hint (tick end),
-    /// SeqCst for the timer role's decision (`scheduler::park`).
-    #[cfg(target_has_atomic = "64")]
-    #[inline]
-    pub(crate) fn next_tick(&self, order: Ordering) -> u64 {
-        self.next_tick.load(order)
+    /// The earliest tick with work, `NONE` if none, read under the lock (module docs): the
+    /// timer role's decision (`scheduler::park`).
+    pub(crate) fn next_tick(&self) -> u64 {
+        self.lock().next
     }
 
-    /// As above, where the target has no 64-bit atomics: the load is then `portable_atomic`'s
-    /// lock-based emulation, some 280 bytes of code, so it stays out of line (one copy, not one
-    /// per caller: one call costs little beside it), and it is always SeqCst, at least as
-    /// strong as any caller asks, so that the one copy needs no test of the ordering.
-    #[cfg(not(target_has_atomic = "64"))]
-    #[inline(never)]
-    pub(crate) fn next_tick(&self, _order: Ordering) -> u64 {
-        self.next_tick.load(Ordering::SeqCst)
+    /// As [`next_tick`](Self::next_tick) if the lock is free, `None` if another thread holds
+    /// it (registering or firing): a worker's tick end with timers pending, which then leaves
+    /// the wheel to that thread (as `fire` without `wait` does) instead of queueing behind it.
+    pub(crate) fn try_next_tick(&self) -> Option<u64> {
+        Some(self.wheel.try_lock()?.next)
     }
 
     /// Timers in the wheel.
@@ -390,11 +389,10 @@ impl Timers {
         })
     }
 
-    /// Publishes the wheel's next deadline (SeqCst: pairs with the timer role's claim, `scheduler::park`).
-    fn publish(&self, wheel: &Wheel) -> u64 {
-        let next = wheel.next_tick();
-        self.next_tick.store(next, Ordering::SeqCst);
-        next
+    /// Records the wheel's next deadline after a change (module docs), and returns it.
+    fn publish(wheel: &mut Wheel) -> u64 {
+        wheel.next = wheel.next_tick();
+        wheel.next
     }
 
     /// Puts `entry` in the wheel for `tick` with `action`, or moves it there if it is already
@@ -430,7 +428,7 @@ impl Timers {
             let old = unsafe { (*e).links.with_mut(|l| core::mem::replace(&mut (*l).action, Action::None)) };
             // SAFETY: live entry. Release: see `is_fired`.
             unsafe { (*e).state.store(FIRED, Ordering::Release) };
-            self.publish(wheel);
+            Self::publish(wheel);
             drop(guard);
             drop(old);
             drop(action);
@@ -458,8 +456,8 @@ impl Timers {
             (*e).state.store(QUEUED, Ordering::Relaxed);
             old
         };
-        let before = self.next_tick(Ordering::Relaxed);
-        let next = self.publish(wheel);
+        let before = wheel.next;
+        let next = Self::publish(wheel);
         drop(guard);
         drop(old);
         Registered::Queued { earliest: next < before }
@@ -573,7 +571,7 @@ impl Timers {
                 wheel.closed = true;
             }
             let more = self.collect_expired(wheel, now_tick, &mut batch);
-            self.publish(wheel);
+            Self::publish(wheel);
             drop(guard);
             run_expired(&mut batch, shutdown);
             if !more {

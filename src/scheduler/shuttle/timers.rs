@@ -61,6 +61,49 @@ fn shuttle_timer_role_handed_on() {
     check_random("timer_role_handed_on", 20_000, timer_role_handed_on);
 }
 
+/// A deadline the scenario never reaches.
+const FAR: u64 = 1_000;
+
+/// An earlier deadline registered on a worker reaches the role's holder, parked (or about to
+/// park) on a later one (`park.rs`, "The timer parker"). Two idle workers; a far timer polled
+/// from outside (its kick notifies: one worker claims the role and parks until `FAR`); then a
+/// task that sleeps until `NEAR`, its timer registered by the worker that polls it, whose kick
+/// does not notify the pool. The holder must see the near deadline (its read under the wheel's
+/// lock after its claim) or be unparked by the registrar (its read of the role after its
+/// unlock); else, the clock past `NEAR`, nobody fires the near timer: the holder sleeps until
+/// `FAR` and the other worker, the role taken, without a timeout (a deadlock).
+fn earlier_deadline_from_a_worker() {
+    let pool = pool(2, 0, ShuttleSpawner::new().with_clock());
+    let _started = start_two_workers(&pool);
+    let far = Arc::new(Gate::default());
+    let mut later = Box::pin(pool.sleep(Duration::from_nanos(FAR * TICK)));
+    let waker = Waker::from(far.clone());
+    assert!(later.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    let woke = Arc::new(Gate::default());
+    let sleep = pool.sleep(Duration::from_nanos(NEAR * TICK));
+    let w = woke.clone();
+    let handle = pool
+        .spawn_future(async move {
+            sleep.await;
+            w.open();
+        })
+        .unwrap();
+    // Once the task's poll registered its timer.
+    while pool.pending_timers() < 2 {
+        shuttle::thread::yield_now();
+    }
+    pool.spawner().advance_to(NEAR * TICK);
+    woke.wait();
+    drop((handle, later));
+    shutdown(&pool);
+}
+
+#[test]
+fn shuttle_earlier_deadline_from_a_worker() {
+    check_pct("earlier_deadline_from_a_worker", 40_000, 5, earlier_deadline_from_a_worker);
+    check_random("earlier_deadline_from_a_worker", 20_000, earlier_deadline_from_a_worker);
+}
+
 /// A model I/O driver: one readiness event and its waiter. `park` blocks until unparked or
 /// until the event is ready with a waiter to wake, then dispatches (wakes the waiter, which on
 /// a worker lands in that worker's LIFO slot: `schedule_woken`); `poll` dispatches without
