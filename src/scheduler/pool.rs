@@ -504,15 +504,27 @@ impl<S: Spawner> Inner<S> {
         Ok(())
     }
 
-    /// `schedule_of` from a thread that is not one of the pool's workers.
+    /// `schedule_of` from a thread that is not one of the pool's workers. It holds a reference
+    /// on the pool of its own across the submit: the caller's reference may be the task's only
+    /// (a waker woken by value hands its reference to the queue), and once pushed the task may
+    /// run, end and be freed by a worker, giving up the pool's last reference (a task holds
+    /// one: `scheduler::inner`) while the push's notify still reads the pool. (Found by `make
+    /// verify-tsan-loop`: `tests/runtime.rs` `wake_during_poll`, the pool freed under a
+    /// waker's notify.)
     ///
     /// # Safety
     /// As `schedule_of`.
     #[inline(never)]
     unsafe fn submit_of(pool: NonNull<()>, task: NonNull<Task>) -> Result<(), ()> {
+        let inner = pool.cast::<Self>();
+        // SAFETY: the caller's contract: live until the push (the task holds a reference).
+        unsafe { inner.as_ref() }.acquire();
         // SAFETY: the caller's contract; a non-owning handle (never dropped). The task meets the
         // submit contract (`Schedule::schedule`'s).
-        unsafe { ManuallyDrop::new(ThreadPool::<S> { inner: pool.cast() }).submit(task) }.map_err(drop)
+        let submitted = unsafe { ManuallyDrop::new(ThreadPool::<S> { inner }).submit(task) }.map_err(drop);
+        // SAFETY: the reference taken above, given up (the last one frees the pool).
+        unsafe { super::inner::release_pool(inner) };
+        submitted
     }
 
     /// The table's `wait`: [`ThreadPool::wait_for`].
