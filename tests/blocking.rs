@@ -371,8 +371,13 @@ fn keep_alive_shrinks_to_zero_threads() {
             assert!(grown.threads >= 2, "round {round}: the pool did not grow: {grown:?}");
             // Not before the keep-alive: threads finishing now stay idle for about 100 ms.
             let t0 = Instant::now();
+            // A leaving thread counts in `threads_exited` just after it left `threads`
+            // (`BlockingMetrics`): wait for both.
             assert!(
-                wait_until(Duration::from_secs(5), || pool.metrics().threads == 0),
+                wait_until(Duration::from_secs(5), || {
+                    let m = pool.metrics();
+                    m.threads == 0 && m.threads_exited == m.threads_spawned
+                }),
                 "round {round}: threads still alive long after the keep-alive: {:?}",
                 pool.metrics()
             );
