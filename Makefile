@@ -160,7 +160,8 @@ test-loom:
 # pools, in the places where wake-ups were lost before (`mod shuttle` beside the code; VERIFY.md,
 # "Shuttle scenarios"). Each scenario prints its iterations and time. `make verify`: 10x the
 # iterations (POOL_SHUTTLE_SCALE), then `verify-plants`: every plant in scripts/plants/shuttle/
-# (a lost wake-up or hang of VERIFY.md's bug table, re-created in today's code) must be caught.
+# (a lost wake-up or hang of VERIFY.md's bug table, re-created in today's code) must be caught,
+# as must those of the protocol model (protocol_table.py) and of ordinary tests (tests/).
 SHUTTLE_SCALE ?= 1
 test-shuttle:
 	@echo "test-shuttle: POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) (iterations per scenario below)"
@@ -170,6 +171,7 @@ test-shuttle:
 verify-plants:
 	python3 scripts/plants/shuttle.py
 	python3 scripts/plants/protocol_table.py
+	python3 scripts/plants/tests.py
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri

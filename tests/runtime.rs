@@ -359,6 +359,91 @@ fn wake_during_poll() {
     });
 }
 
+/// Parkers that stall an unpark issued from an outside waking thread (after the wake itself,
+/// before returning into the pool) and report whether that parker was freed meanwhile: a
+/// worker's parker lives in the pool's memory, which must outlive every call into the pool.
+mod stall {
+    use super::*;
+    /// The parker whose unpark is stalled (its address), cleared by its drop.
+    static STALLED: AtomicUsize = AtomicUsize::new(0);
+    /// Unparks stalled so far (the test fails unless some were: else it checked nothing).
+    pub(crate) static STALLED_UNPARKS: AtomicUsize = AtomicUsize::new(0);
+    /// Stalled unparks whose parker was freed before they returned.
+    pub(crate) static FREED_DURING_UNPARK: AtomicUsize = AtomicUsize::new(0);
+    std::thread_local! {
+        pub(crate) static STALLS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    #[derive(Default)]
+    pub(crate) struct StallParker(pool::DefaultParker);
+    impl Parker for StallParker {
+        fn park(&self) {
+            self.0.park();
+        }
+        fn park_timeout(&self, timeout: Duration) {
+            self.0.park_timeout(timeout);
+        }
+        fn unpark(&self) {
+            if !STALLS.with(std::cell::Cell::get) {
+                return self.0.unpark();
+            }
+            STALLED_UNPARKS.fetch_add(1, Ordering::SeqCst);
+            STALLED.store(self as *const Self as usize, Ordering::SeqCst);
+            self.0.unpark();
+            // `self` may be gone after this sleep (the bug this catches): only statics.
+            std::thread::sleep(Duration::from_millis(if cfg!(miri) { 1 } else { 20 }));
+            if STALLED.swap(0, Ordering::SeqCst) == 0 {
+                FREED_DURING_UNPARK.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+    impl Drop for StallParker {
+        fn drop(&mut self) {
+            let _ = STALLED.compare_exchange(self as *const Self as usize, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A task woken by value from outside the pool, by the last reference to it, after the pool's
+/// handle is gone: the wake pushes the task, a worker runs it to its end (its reference to the
+/// pool goes) while the waking thread is still in the push's notify, stalled in the unpark of
+/// that worker's parker. The pool must not be freed under it (it was: `submit_of` now holds a
+/// reference of its own; found by the TSan loop in `wake_during_poll`, where the window is a
+/// few instructions; here the stall makes it 20 ms wide).
+#[test]
+fn pool_outlives_an_outside_wake() {
+    let _g = common::shared();
+    watchdog("pool_outlives_an_outside_wake", watchdog_secs(20), |_| {
+        let rounds = scaled_min(10, 3);
+        for _ in 0..rounds {
+            let config = Config::default().with_max_threads(1).with_idle_spins(0);
+            let pool = ThreadPool::with_spawner(config, ThreadSpawner::<stall::StallParker>::new()).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel::<Waker>();
+            let mut first = true;
+            let handle = pool
+                .spawn_future(std::future::poll_fn(move |cx| {
+                    if std::mem::take(&mut first) {
+                        tx.send(cx.waker().clone()).unwrap();
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(())
+                }))
+                .unwrap();
+            let waker = rx.recv().unwrap();
+            let waking = std::thread::spawn(move || {
+                // Let the worker park (no spinning), so the wake's notify unparks it.
+                std::thread::sleep(Duration::from_millis(if cfg!(miri) { 1 } else { 10 }));
+                stall::STALLS.with(|s| s.set(true));
+                waker.wake();
+            });
+            handle.join().unwrap();
+            drop(pool);
+            waking.join().unwrap();
+        }
+        assert!(stall::STALLED_UNPARKS.load(Ordering::SeqCst) > 0, "no outside wake unparked a worker");
+        assert_eq!(stall::FREED_DURING_UNPARK.load(Ordering::SeqCst), 0, "the pool was freed during an outside wake's unpark");
+    });
+}
+
 /// Many wakes of one idle task, from several threads at once, queue it once: one poll.
 #[test]
 fn concurrent_wakes_schedule_once() {
