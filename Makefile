@@ -161,7 +161,8 @@ test-loom:
 # "Shuttle scenarios"). Each scenario prints its iterations and time. `make verify`: 10x the
 # iterations (POOL_SHUTTLE_SCALE), then `verify-plants`: every plant in scripts/plants/shuttle/
 # (a lost wake-up or hang of VERIFY.md's bug table, re-created in today's code) must be caught,
-# as must those of the protocol model (protocol_table.py) and of ordinary tests (tests/).
+# as must those of ordinary tests (scripts/plants/tests/, both by patches.py) and of the
+# protocol model (protocol_table.py).
 SHUTTLE_SCALE ?= 1
 test-shuttle:
 	@echo "test-shuttle: POOL_SHUTTLE_SCALE=$(SHUTTLE_SCALE) (iterations per scenario below)"
@@ -169,9 +170,8 @@ test-shuttle:
 	  --target-dir target/shuttle shuttle_ -- --nocapture
 
 verify-plants:
-	python3 scripts/plants/shuttle.py
+	python3 scripts/plants/patches.py
 	python3 scripts/plants/protocol_table.py
-	python3 scripts/plants/tests.py
 
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
