@@ -10,11 +10,35 @@ use std::sync::Arc;
 use super::{pool, shutdown, start_two_workers, submit};
 use crate::io::Driver;
 use crate::shuttle::{check_pct, check_random, Gate, ShuttleSpawner, Tally};
+use crate::time::Sleep;
+use crate::ThreadPool;
 
 /// One wheel tick: the model clock moves in whole ticks.
 const TICK: u64 = crate::timer::wheel::TICK_NS;
 /// A near deadline, in ticks from 0.
 const NEAR: u64 = 2;
+
+/// Two started, idle workers on the model clock, and a timer due at tick `at`, polled once
+/// from outside (its kick notifies: a worker claims the timer role and parks until `at`).
+/// Returns the pool, the start-up tally (kept to the end), the timer and the gate its waker
+/// opens.
+fn two_idle_workers_and_a_timer(at: u64) -> (ThreadPool<ShuttleSpawner>, Arc<Tally>, Pin<Box<Sleep>>, Arc<Gate>) {
+    let pool = pool(2, 0, ShuttleSpawner::new().with_clock());
+    let started = start_two_workers(&pool);
+    let gate = Arc::new(Gate::default());
+    let mut timer = Box::pin(pool.sleep(Duration::from_nanos(at * TICK)));
+    let waker = Waker::from(gate.clone());
+    assert!(timer.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    (pool, started, timer, gate)
+}
+
+/// Waits until a task's poll registered the second timer (the clock is outside the model: a
+/// move of it is ordered only by what the scenario waits for).
+fn both_timers_registered(pool: &ThreadPool<ShuttleSpawner>) {
+    while pool.pending_timers() < 2 {
+        shuttle::thread::yield_now();
+    }
+}
 
 /// A timer's task runs long on the worker whose fire woke it; the other timer must not go
 /// unwatched meanwhile. Two idle workers: one holds the timer role and parks until tick
@@ -25,12 +49,7 @@ const NEAR: u64 = 2;
 /// other worker parks on the second deadline and fires it (the bug of VERIFY.md's table: the
 /// role handed on only for notified work; loom's model of it runs at one preemption).
 fn timer_role_handed_on() {
-    let pool = pool(2, 0, ShuttleSpawner::new().with_clock());
-    let _started = start_two_workers(&pool);
-    let flag = Arc::new(Gate::default());
-    let mut later = Box::pin(pool.sleep(Duration::from_nanos((NEAR + 2) * TICK)));
-    let waker = Waker::from(flag.clone());
-    assert!(later.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    let (pool, _started, later, flag) = two_idle_workers_and_a_timer(NEAR + 2);
     let (started, done) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
     let sleep = pool.sleep(Duration::from_nanos(NEAR * TICK));
     let (f, s, d) = (flag.clone(), started.clone(), done.clone());
@@ -42,11 +61,7 @@ fn timer_role_handed_on() {
             d.open();
         })
         .unwrap();
-    // Once the task's poll registered its timer (the clock is outside the model: a move of
-    // it is ordered only by what the scenario waits for).
-    while pool.pending_timers() < 2 {
-        shuttle::thread::yield_now();
-    }
+    both_timers_registered(&pool);
     pool.spawner().advance_to(NEAR * TICK);
     started.wait();
     pool.spawner().advance_to((NEAR + 2) * TICK);
@@ -73,12 +88,7 @@ const FAR: u64 = 1_000;
 /// unlock); else, the clock past `NEAR`, nobody fires the near timer: the holder sleeps until
 /// `FAR` and the other worker, the role taken, without a timeout (a deadlock).
 fn earlier_deadline_from_a_worker() {
-    let pool = pool(2, 0, ShuttleSpawner::new().with_clock());
-    let _started = start_two_workers(&pool);
-    let far = Arc::new(Gate::default());
-    let mut later = Box::pin(pool.sleep(Duration::from_nanos(FAR * TICK)));
-    let waker = Waker::from(far.clone());
-    assert!(later.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    let (pool, _started, later, _far) = two_idle_workers_and_a_timer(FAR);
     let woke = Arc::new(Gate::default());
     let sleep = pool.sleep(Duration::from_nanos(NEAR * TICK));
     let w = woke.clone();
@@ -88,10 +98,7 @@ fn earlier_deadline_from_a_worker() {
             w.open();
         })
         .unwrap();
-    // Once the task's poll registered its timer.
-    while pool.pending_timers() < 2 {
-        shuttle::thread::yield_now();
-    }
+    both_timers_registered(&pool);
     pool.spawner().advance_to(NEAR * TICK);
     woke.wait();
     drop((handle, later));
