@@ -13,8 +13,8 @@
  * valid and must not be submitted again.
  */
 
-#ifndef POOL_H
-#define POOL_H
+#ifndef LIBPOOL_POOL_H
+#define LIBPOOL_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -1139,7 +1139,7 @@ int pool_worker_stats(const struct pool *pool,
 }  // extern "C"
 #endif  // __cplusplus
 
-#endif  /* POOL_H */
+#endif  /* LIBPOOL_POOL_H */
 
 #ifndef POOL_H_INLINE
 #define POOL_H_INLINE

@@ -7,7 +7,7 @@ H=${1:-include/pool.h}
 awk '
     /^(struct [a-z_]+( \{|;)|enum [a-z_]+ \{|typedef |#define POOL_[A-Z_]+ |[a-z][a-z_ ]*[ *]pool_[a-z0-9_]*\()/ \
         || /^  [A-Za-z_].*[;,]$/ {
-        if ($0 ~ /^#define POOL_H/) { prev = $0; next }
+        if ($0 ~ /^#define LIBPOOL_POOL_H/) { prev = $0; next }
         if (prev !~ /\*\/$/ && !(prev ~ /,$/ && cont)) { print FILENAME ":" NR ": undocumented: " $0; bad = 1 }
     }
     { cont = ($0 ~ /\($/ || ($0 ~ /,$/ && $0 !~ /^  [A-Z]/ && $0 ~ /\(/)) ; prev = $0 }

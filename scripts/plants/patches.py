@@ -4,7 +4,9 @@ a failure, and revert it (`git apply -R`). The header's check is either
   `Scenario: NAME`: a shuttle scenario (`mod shuttle` beside the code), which must report
   "FAILED at iteration N" (a shuttle deadlock or a failed assertion); or
   `Test: BINARY NAME`: an ordinary test (`cargo test --release --test BINARY NAME`), which must
-  fail.
+  fail; or
+  `Command: COMMAND`: a shell command (for example a script that builds a program nobody here
+  wrote on the library), which must fail with a line "FAILED" in its output.
 Fails loudly when a patch no longer applies, when the planted code does not build, or when a
 plant is not caught.
 
@@ -33,6 +35,13 @@ def test(binary, name):
         return f"CAUGHT by {binary}::{name}" + (f" ({panic.group(1).strip()})" if panic else "")
     return cmd, os.environ, caught
 
+def command(line):
+    """A shell command, and what its failure looks like."""
+    def caught(out):
+        m = re.search(r"^.*FAILED.*$", out, re.M)
+        return m and f"CAUGHT by `{line}` ({m.group(0).strip()})"
+    return ["sh", "-c", line], os.environ, caught
+
 results = []
 for patch in sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scripts/plants/tests/*.patch")):
     name = os.path.basename(patch)[: -len(".patch")]
@@ -40,8 +49,16 @@ for patch in sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scr
         continue
     header = open(patch).read().split("\ndiff --git", 1)[0]
     scenario = re.search(r"^Scenario: (\S+)", header, re.M)
-    check = scenario.group(1) if scenario else " ".join(re.search(r"^Test: (\S+) (\S+)", header, re.M).groups())
-    cmd, env, caught = shuttle(check) if scenario else test(*check.split())
+    shell = re.search(r"^Command: (.+)$", header, re.M)
+    if scenario:
+        check = scenario.group(1)
+        cmd, env, caught = shuttle(check)
+    elif shell:
+        check = shell.group(1)
+        cmd, env, caught = command(check)
+    else:
+        check = " ".join(re.search(r"^Test: (\S+) (\S+)", header, re.M).groups())
+        cmd, env, caught = test(*check.split())
     if subprocess.run(["git", "apply", "--check", patch], capture_output=True).returncode != 0:
         results.append((name, check, "STALE: the patch no longer applies"))
         print(f"STALE   {name}: the patch no longer applies", flush=True)
