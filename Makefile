@@ -108,13 +108,15 @@ test-c-frees: $(BUILD)/lifecycle tool-valgrind
 	@valgrind --fair-sched=yes ./$(BUILD)/lifecycle 2>&1 | grep -E "in use at exit|total heap usage" \
 	  | tee $(BUILD)/frees-summary.log; grep -q "in use at exit: 0 bytes in 0 blocks" $(BUILD)/frees-summary.log
 
-# A program nobody here wrote, on this library: zstd with its thread pool replaced by a queue
-# (c_tests/external/zstd_pool.c), checked by zstd's own pool test (also under valgrind) and
-# against the same sources built with zstd's pool (byte-identical multi-threaded output,
-# round trips, dictionary training). Fetches zstd's sources from Debian's archive once (1.5 MB,
-# SHA-256 checked) into target/external/; ~30 s.
-test-external: $(LIB) tool-valgrind
+# Programs nobody here wrote, on this library, their thread pools replaced by queues
+# (c_tests/external/): zstd, checked by its own pool test (also under valgrind) and against the
+# same sources built with zstd's pool (byte-identical multi-threaded output, round trips,
+# dictionary training); libuv, checked by its whole test suite (thread pool work and cancel,
+# fs, DNS, fork) against libuv built with its own pool. Fetches their sources from Debian's
+# archive once (SHA-256 checked) into target/external/; ~2 min.
+test-external: $(LIB) tool-valgrind tool-cmake
 	CC="$(CC)" sh scripts/external-zstd.sh $(LIB)
+	CC="$(CC)" CMAKE="$$(sh scripts/tools.sh cmake-path)" sh scripts/external-libuv.sh $(LIB)
 
 # The exhaustive model of the waking protocol (`every_reachable_state`, ~60 s) runs once: it
 # does not depend on the features.
