@@ -22,24 +22,15 @@ LIB=$(cd "$(dirname "${1:-$ROOT/target/release/libpool.a}")" && pwd)/$(basename 
 CC=${CC:-cc}
 CMAKE=${CMAKE:-$(sh "$ROOT/scripts/tools.sh" cmake-path)}
 VERSION=1.44.2
-TARBALL=libuv1_$VERSION.orig.tar.gz
-URL=http://deb.debian.org/debian/pool/main/libu/libuv1/$TARBALL
+URL=http://deb.debian.org/debian/pool/main/libu/libuv1/libuv1_$VERSION.orig.tar.gz
 SHA256=d79b4b06ef04be85fb890bf39d55942cc64c2e15fd14eaa32dae5dce94485484
 DIR=$ROOT/target/external
 SRC=$DIR/libuv1-$VERSION
-OUT=$DIR/libuv-build
+OUT=$DIR/libuv-$VERSION-build
 fail() { echo "external-libuv: FAILED: $*" >&2; exit 1; }
 [ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-mkdir -p "$DIR"
-if [ ! -f "$SRC/.extracted" ]; then
-    if [ ! -f "$DIR/$TARBALL" ]; then
-        curl -fsS --retry 3 -m 120 -o "$DIR/$TARBALL.part" "$URL" || fail "download $URL"
-        mv "$DIR/$TARBALL.part" "$DIR/$TARBALL"
-    fi
-    echo "$SHA256  $DIR/$TARBALL" | sha256sum -c --quiet - || { rm -f "$DIR/$TARBALL"; fail "checksum of $TARBALL"; }
-    rm -rf "$SRC" && tar -C "$DIR" -xzf "$DIR/$TARBALL" && touch "$SRC/.extracted"
-fi
+sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$SRC")" || fail "fetching the sources"
 
 # Two source trees: libuv's own, and one whose threadpool.c is assembled around the shim.
 rm -rf "$OUT/src-pool"

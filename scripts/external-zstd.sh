@@ -21,24 +21,16 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LIB=${1:-$ROOT/target/release/libpool.a}
 CC=${CC:-cc}
 VERSION=1.5.4
-TARBALL=libzstd_$VERSION+dfsg2.orig.tar.xz
-URL=http://deb.debian.org/debian/pool/main/libz/libzstd/$TARBALL
+URL=http://deb.debian.org/debian/pool/main/libz/libzstd/libzstd_$VERSION+dfsg2.orig.tar.xz
 SHA256=8cf4bbb65e77ec348d052c8d6230eba66d435bddf64c8b5be2fcb16880c19953
 DIR=$ROOT/target/external
 Z=$DIR/zstd-$VERSION
-OUT=$DIR/zstd-build
+OUT=$DIR/zstd-$VERSION-build
 fail() { echo "external-zstd: FAILED: $*" >&2; exit 1; }
 [ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-mkdir -p "$DIR" "$OUT/obj"
-if [ ! -f "$Z/.extracted" ]; then
-    if [ ! -f "$DIR/$TARBALL" ]; then
-        curl -fsS --retry 3 -m 120 -o "$DIR/$TARBALL.part" "$URL" || fail "download $URL"
-        mv "$DIR/$TARBALL.part" "$DIR/$TARBALL"
-    fi
-    echo "$SHA256  $DIR/$TARBALL" | sha256sum -c --quiet - || { rm -f "$DIR/$TARBALL"; fail "checksum of $TARBALL"; }
-    rm -rf "$Z" && tar -C "$DIR" -xJf "$DIR/$TARBALL" && touch "$Z/.extracted"
-fi
+sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$Z")" || fail "fetching the sources"
+mkdir -p "$OUT/obj"
 
 CFLAGS="-O2 -pthread -DZSTD_MULTITHREAD -DZSTD_LEGACY_SUPPORT=0 -I$Z/lib -I$Z/lib/common -I$Z/programs"
 LIBS="$LIB -lpthread -ldl -lm"
