@@ -9,7 +9,10 @@
 #   1. zstd's tests/poolTests.c on the shim (FIFO start, a bound that blocks POOL_add, resizing
 #      4 -> 2 threads with the concurrency reaching exactly 4 then 2, POOL_free finishing the
 #      queue), 5 runs, then once under valgrind: no error and every block freed;
-#   2. the zstd program built twice from one set of objects, with zstd's pool.c and with the
+#   2. zstd's streaming tests (tests/zstreamtest.c, its unit tests and its fuzzer for a fixed
+#      seed and time, the advanced API's random worker counts included: POOL_resize above the
+#      creation count) on the shim;
+#   3. the zstd program built twice from one set of objects, with zstd's pool.c and with the
 #      shim: multi-threaded compression (zstdmt: POOL_tryAdd with queueSize 0, one job per
 #      worker, jobs that depend on each other's progress) at several levels, worker counts, job
 #      sizes, long-distance matching and --rsyncable must give the same bytes with either pool
@@ -73,6 +76,17 @@ for args in "-T4 -3 -B512K" "-T2 -1 -B512K" "-T4 -12 -B1M" "-T4 --long=24 -6" "-
     cmp -s "$OUT/back.bin" "$OUT/in.bin" || fail "zstd $args: round trip differs"
     echo "zstd $args: same $(stat -c %s "$OUT/pool.zst") bytes with either pool, round trip ok"
 done
+echo "== zstd's streaming tests (tests/zstreamtest.c: its unit tests, then its fuzzer, multi-threaded included) on the shim"
+for f in "$Z/tests/zstreamtest.c" "$Z/tests/seqgen.c" "$Z/tests/external_matchfinder.c"; do
+    o=$OUT/obj/$(basename "$f").o
+    [ -f "$o" ] || $CC $CFLAGS -I"$Z/lib/compress" -I"$Z/lib/dictBuilder" -I"$Z/tests" -c "$f" -o "$o" || fail "building $f"
+done
+libobjs=$(ls "$OUT"/obj/*.o | grep -v -e '/pool\.c\.o$' -e '/datagencli\.c\.o$' -e '/zstreamtest\.c\.o$' -e '/seqgen\.c\.o$' \
+    -e '/external_matchfinder\.c\.o$' -e '/zstdcli' -e '/fileio' -e '/benchzstd\.c\.o$' -e '/benchfn\.c\.o$' -e '/dibio\.c\.o$')
+$CC -pthread "$OUT/obj/zstreamtest.c.o" "$OUT/obj/seqgen.c.o" "$OUT/obj/external_matchfinder.c.o" $libobjs "$OUT/shim.o" $LIBS -o "$OUT/zstreamtest"
+timeout 120 "$OUT/zstreamtest" -T10s -s1234 > "$OUT/zstreamtest.log" 2>&1 || { tail -c 2000 "$OUT/zstreamtest.log"; fail "zstreamtest"; }
+timeout 120 "$OUT/zstreamtest" --newapi -t1 -T15s -s1234 > "$OUT/zstreamtest-newapi.log" 2>&1 || { tail -c 2000 "$OUT/zstreamtest-newapi.log"; fail "zstreamtest --newapi"; }
+echo "zstreamtest (10 s) and zstreamtest --newapi (15 s, random worker counts: POOL_resize both ways): passed"
 head -c 2000000 "$OUT/in.bin" > "$OUT/samples.bin"
 timeout 120 "$OUT/zstd-own" -q -f --train-fastcover -T4 -B4096 "$OUT/samples.bin" -o "$OUT/own.dict" || fail "training (own pool)"
 timeout 120 "$OUT/zstd-pool" -q -f --train-fastcover -T4 -B4096 "$OUT/samples.bin" -o "$OUT/pool.dict" || fail "training (shim): failed or hung"

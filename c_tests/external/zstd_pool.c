@@ -15,15 +15,17 @@
  *   - POOL_tryAdd returns 0 when full: pool_queue_submit's POOL_ERR_FULL (the task untouched);
  *   - at most numThreads jobs run at once, in the order added: the queue's width and FIFO start;
  *   - POOL_joinJobs: pool_queue_wait;
- *   - POOL_resize: the queue's width and the pool's live thread count (pool_set_max_threads);
+ *   - POOL_resize: the queue's width and the pool's live thread count (pool_set_max_threads),
+ *     down to 1 and up to the thread count given at creation; above it (a pool's limit is
+ *     fixed when it is made), a new pool and queue with the new count, once the old queue
+ *     has finished its jobs (zstdmt resizes between frames, with no job queued);
  *   - POOL_free finishes every queued job first: wait, then destroy.
  *
- * Differences, all on the permissive side (zstd's callers handle each):
+ * Differences (zstd's callers handle each):
  *   - queueSize 0 in zstd accepts a job only if a thread is free to start it at once (no job
  *     waits); a queue's bound 0 means unbounded, so the shim uses a bound of 1 (one job may
  *     wait for a thread);
- *   - POOL_resize above the thread count given at creation returns 1 (zstd's own may fail too,
- *     when it cannot allocate; zstdmt reports that as an allocation error);
+ *   - POOL_resize above the creation count waits for the jobs already queued;
  *   - customMem is not used (the pool allocates with malloc).
  */
 #include <stdint.h>
@@ -34,9 +36,41 @@
 
 struct POOL_ctx_s {
     struct pool *pool;
-    struct pool_queue queue;
-    size_t limit;
+    struct pool_queue *queue; /* its own allocation: a new one is made before the old goes */
+    size_t limit;             /* the pool's thread limit (its creation count) */
+    size_t bound;
 };
+
+/* A pool of `threads` threads and a queue on it as wide, holding at most `bound` waiting jobs. */
+static int make_pool(size_t threads, size_t bound, struct pool **pool, struct pool_queue **queue)
+{
+    struct pool_config config;
+    pool_config_init(&config);
+    config.max_threads = threads;
+    config.thread_name_prefix = "zstd";
+    *queue = malloc(sizeof **queue);
+    if (*queue == NULL)
+        return -1;
+    if (pool_create(&config, pool) != POOL_OK) {
+        free(*queue);
+        return -1;
+    }
+    if (pool_queue_init(*queue, *pool, threads, bound, NULL) != POOL_OK) {
+        pool_destroy(*pool);
+        free(*queue);
+        return -1;
+    }
+    return 0;
+}
+
+/* Finishes the queue's jobs, then frees the queue and its pool. */
+static void free_pool(struct pool *pool, struct pool_queue *queue)
+{
+    pool_queue_wait(queue);
+    pool_queue_destroy(queue);
+    free(queue);
+    pool_destroy(pool);
+}
 
 /* One job: a task the queue runs, zstd's function and its argument; freed as it starts. */
 struct job {
@@ -62,17 +96,9 @@ POOL_ctx *POOL_create_advanced(size_t numThreads, size_t queueSize, ZSTD_customM
     POOL_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
-    struct pool_config config;
-    pool_config_init(&config);
-    config.max_threads = numThreads;
-    config.thread_name_prefix = "zstd";
     ctx->limit = numThreads;
-    if (pool_create(&config, &ctx->pool) != POOL_OK) {
-        free(ctx);
-        return NULL;
-    }
-    if (pool_queue_init(&ctx->queue, ctx->pool, numThreads, queueSize ? queueSize : 1, NULL) != POOL_OK) {
-        pool_destroy(ctx->pool);
+    ctx->bound = queueSize ? queueSize : 1;
+    if (make_pool(numThreads, ctx->bound, &ctx->pool, &ctx->queue) != 0) {
         free(ctx);
         return NULL;
     }
@@ -88,30 +114,39 @@ void POOL_free(POOL_ctx *ctx)
 {
     if (ctx == NULL)
         return;
-    pool_queue_wait(&ctx->queue);
-    pool_queue_destroy(&ctx->queue);
-    pool_destroy(ctx->pool);
+    free_pool(ctx->pool, ctx->queue);
     free(ctx);
 }
 
 void POOL_joinJobs(POOL_ctx *ctx)
 {
-    pool_queue_wait(&ctx->queue);
+    pool_queue_wait(ctx->queue);
 }
 
 int POOL_resize(POOL_ctx *ctx, size_t numThreads)
 {
-    if (ctx == NULL || numThreads == 0 || numThreads > ctx->limit)
+    if (ctx == NULL || numThreads == 0)
         return 1;
+    if (numThreads > ctx->limit) {
+        struct pool *pool;
+        struct pool_queue *queue;
+        if (make_pool(numThreads, ctx->bound, &pool, &queue) != 0)
+            return 1; /* the old pool stays, as zstd's own on a failed allocation */
+        free_pool(ctx->pool, ctx->queue);
+        ctx->pool = pool;
+        ctx->queue = queue;
+        ctx->limit = numThreads;
+        return 0;
+    }
     if (pool_set_max_threads(ctx->pool, numThreads) != POOL_OK)
         return 1;
-    return pool_queue_set_width(&ctx->queue, numThreads) != POOL_OK;
+    return pool_queue_set_width(ctx->queue, numThreads) != POOL_OK;
 }
 
 size_t POOL_sizeof(const POOL_ctx *ctx)
 {
-    /* The pool's own memory is not visible through pool.h; count the context. */
-    return ctx == NULL ? 0 : sizeof *ctx;
+    /* The pool's own memory is not visible through pool.h; count the context and the queue. */
+    return ctx == NULL ? 0 : sizeof *ctx + sizeof *ctx->queue;
 }
 
 /* Queues a job; `wait`: for a place while the queue is full. Returns 1 when queued. */
@@ -126,8 +161,8 @@ static int add(POOL_ctx *ctx, POOL_function function, void *opaque, int wait)
     job->task.callback = run_job;
     job->function = function;
     job->opaque = opaque;
-    int status = wait ? pool_queue_submit_timeout(&ctx->queue, &job->task, -1)
-                      : pool_queue_submit(&ctx->queue, &job->task);
+    int status = wait ? pool_queue_submit_timeout(ctx->queue, &job->task, -1)
+                      : pool_queue_submit(ctx->queue, &job->task);
     if (status == POOL_OK)
         return 1;
     free(job);
