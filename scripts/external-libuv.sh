@@ -13,8 +13,8 @@
 # thread pool work and cancel (a saturated pool's waiting requests cancelled: uv_cancel's
 # semantics), file system, DNS and random requests, fork with the pool in use. A test that
 # fails on the shim fails this check unless it also fails, in at least one of three runs, on
-# libuv's own pool here (this machine's network is closed, and some fs tests need what a
-# sandbox lacks): those are listed, not counted. libuv's tests refuse to run as root: as root,
+# libuv's own pool here (two TCP tests need a network outside, closed on these machines):
+# those are listed, not counted. libuv's tests refuse to run as root: as root,
 # they run as `nobody`, in a folder of their own.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +62,7 @@ RUN=$OUT/run
 rm -rf "$RUN" && mkdir -p "$RUN"
 cp "$OUT/build-own/uv_run_tests_a" "$RUN/uv-own"
 cp "$OUT/build-pool/uv_run_tests_a" "$RUN/uv-pool"
+mkdir -p "$RUN/test" && cp -R "$SRC/test/fixtures" "$RUN/test/" # files some fs tests read
 AS=""
 if [ "$(id -u)" = 0 ]; then
     chown -R nobody "$RUN"
