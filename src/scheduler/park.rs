@@ -112,7 +112,7 @@ impl<S: Spawner> Inner<S> {
         self.protocol.release_role();
         if timers.pending() != 0 {
             if let Some(now) = self.spawner.now_ns() {
-                timers.fire(tick_of(now), true);
+                timers.fire(tick_of(now));
             }
         }
         if timers.pending() != 0 && self.leaves_idle(me, is_done) {

@@ -82,12 +82,9 @@ impl<S: Spawner> Inner<S> {
     #[inline(never)]
     fn timers_due(&self, me: &Worker<S>) {
         let Some(now) = self.spawner.now_ns() else { return };
-        let now_tick = tick_of(now);
-        let Some(next) = self.timers().try_next_tick() else { return };
         // Worker 0 fires what is due; the others only what is overdue (worker 0 is busy).
-        if now_tick >= next && (me.index == 0 || now_tick >= next.saturating_add(STALE_TICKS)) {
-            self.timers().fire(now_tick, false);
-        }
+        let late = if me.index == 0 { 0 } else { STALE_TICKS };
+        self.timers().fire_if_late(tick_of(now), late);
     }
 
     /// One worker at a time polls the driver (try-lock; design text 003).

@@ -362,13 +362,6 @@ impl Timers {
         self.lock().next
     }
 
-    /// As [`next_tick`](Self::next_tick) if the lock is free, `None` if another thread holds
-    /// it (registering or firing): a worker's tick end with timers pending, which then leaves
-    /// the wheel to that thread (as `fire` without `wait` does) instead of queueing behind it.
-    pub(crate) fn try_next_tick(&self) -> Option<u64> {
-        Some(self.wheel.try_lock()?.next)
-    }
-
     /// Timers in the wheel.
     pub(crate) fn pending(&self) -> usize {
         self.pending.load(Ordering::Relaxed)
@@ -538,34 +531,47 @@ impl Timers {
         }
     }
 
-    /// Fires every entry due at `now_tick`. `wait`: take the lock even if another thread holds
-    /// it (else return at once and leave the work to that thread or a later call). Returns
-    /// whether it ran (had the lock).
-    pub(crate) fn fire(&self, now_tick: u64, wait: bool) -> bool {
-        self.expire(now_tick, wait, false)
+    /// Fires every entry due at `now_tick`, waiting for the lock if another thread holds it.
+    pub(crate) fn fire(&self, now_tick: u64) {
+        self.expire(now_tick, None, false);
+    }
+
+    /// Fires what is due at `now_tick` if the wheel's next deadline is at least `late` ticks
+    /// before it, read under the same hold of the lock that fires (a worker's tick end: one
+    /// try-lock both looks and fires). If another thread holds the lock (registering or
+    /// firing), returns at once and leaves the work to that thread or a later call.
+    pub(crate) fn fire_if_late(&self, now_tick: u64, late: u64) {
+        self.expire(now_tick, Some(late), false);
     }
 
     /// Closes the wheel and fires every entry in it (the pool is shutting down: `Call`
     /// actions get `shutdown = true`). Later registrations return `Closed`.
     pub(crate) fn shutdown(&self) {
-        self.expire(u64::MAX - 1, true, true);
+        self.expire(u64::MAX - 1, None, true);
     }
 
-    /// `fire` and `shutdown`: batch by batch, moves out what is due at `now_tick` (closing the
-    /// wheel first if `shutdown`) and runs it unlocked. One copy for both (neither is on a
-    /// hot path).
+    /// `fire`, `fire_if_late` and `shutdown`: batch by batch, moves out what is due at
+    /// `now_tick` (closing the wheel first if `shutdown`) and runs it unlocked. `late`: the
+    /// try-lock, and on its first hold the check of `fire_if_late`; `None`: wait for the lock.
+    /// One copy for the three (none is on a hot path).
     #[inline(never)]
-    fn expire(&self, now_tick: u64, wait: bool, shutdown: bool) -> bool {
+    fn expire(&self, now_tick: u64, late: Option<u64>, shutdown: bool) {
         let mut batch = Expired::new();
+        let mut check = late;
         loop {
-            let mut guard = if wait {
+            let mut guard = if late.is_none() {
                 self.lock()
             } else {
                 match self.wheel.try_lock() {
                     Some(g) => g,
-                    None => return false,
+                    None => return,
                 }
             };
+            if let Some(late) = check.take() {
+                if now_tick < guard.next.saturating_add(late) {
+                    return;
+                }
+            }
             let wheel = &mut *guard;
             if shutdown {
                 wheel.closed = true;
@@ -575,7 +581,7 @@ impl Timers {
             drop(guard);
             run_expired(&mut batch, shutdown);
             if !more {
-                return true;
+                return;
             }
         }
     }

@@ -62,11 +62,11 @@ fn register_racing_fire() {
         let entry = entry();
         let (count, waker) = counter();
         let t = timers.clone();
-        let firer = thread::spawn(move || t.fire(5, true));
+        let firer = thread::spawn(move || t.fire(5));
         let outcome = register(&timers, &entry, 3, waker);
         firer.join().unwrap();
         if matches!(outcome, Registered::Queued { .. }) {
-            timers.fire(5, true);
+            timers.fire(5);
         }
         assert!(entry.is_fired());
         let woken = count.0.load(Ordering::Acquire);
@@ -90,7 +90,7 @@ fn cancel_racing_fire() {
         let (count, waker) = counter();
         assert!(matches!(register(&timers, &entry, 3, waker), Registered::Queued { .. }));
         let t = timers.clone();
-        let firer = thread::spawn(move || t.fire(4, false));
+        let firer = thread::spawn(move || t.fire_if_late(4, 0));
         cancel(&timers, &entry);
         let woken_at_cancel = count.0.load(Ordering::Acquire);
         let fired = entry.is_fired();
@@ -124,13 +124,13 @@ fn two_registers_and_fire() {
         });
         let e2 = entry();
         let o2 = register(&timers, &e2, 70, w2);
-        timers.fire(3, true);
+        timers.fire(3);
         let (e1, o1) = a.join().unwrap();
         assert!(matches!(o2, Registered::Queued { .. }), "tick 70 is never elapsed at 3");
         assert!(!e2.is_fired(), "fired early");
-        timers.fire(69, true);
+        timers.fire(69);
         assert!(!e2.is_fired(), "fired early");
-        timers.fire(70, true);
+        timers.fire(70);
         assert!(e1.is_fired() && e2.is_fired());
         assert_eq!(c1.0.load(Ordering::Acquire), usize::from(matches!(o1, Registered::Queued { .. })));
         assert_eq!(c2.0.load(Ordering::Acquire), 1);

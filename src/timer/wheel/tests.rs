@@ -20,6 +20,31 @@ fn levels_and_slots() {
     assert_eq!(tick_of(TICK_NS - 1), 0, "rounded down");
 }
 
+/// `fire_if_late` fires only once the deadline is `late` ticks behind, and not while another
+/// thread holds the wheel's lock (a worker's tick end leaves the work to that thread).
+#[test]
+fn fire_if_late_waits_for_its_lateness_and_the_lock() {
+    let timers = Timers::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let entry = alloc::boxed::Box::pin(Entry::new());
+    let waker = Waker::from(Arc::new(LogHit(log.clone(), 10)));
+    // SAFETY: the pinned box outlives the wheel's use (it fires below).
+    let r = unsafe { timers.register(NonNull::from(&*entry), 10, Action::Wake(waker)) };
+    assert!(matches!(r, Registered::Queued { .. }));
+    timers.fire_if_late(9, 0);
+    timers.fire_if_late(11, 2);
+    assert!(log.lock().unwrap().is_empty() && !entry.is_fired(), "fired before it was late enough");
+    {
+        let _held = timers.lock();
+        timers.fire_if_late(12, 2);
+    }
+    assert!(!entry.is_fired(), "fired while another thread held the wheel");
+    timers.fire_if_late(12, 2);
+    assert_eq!(*log.lock().unwrap(), [10]);
+    assert!(entry.is_fired());
+    assert_eq!((timers.pending(), timers.next_tick()), (0, NONE));
+}
+
 /// Fires in deadline order across levels, never before the deadline, each exactly once.
 #[test]
 fn fires_in_order_never_early() {
@@ -37,7 +62,7 @@ fn fires_in_order_never_early() {
     let mut now = 0;
     while now < 300_001 {
         now += 997;
-        timers.fire(now, true);
+        timers.fire(now);
         let fired = log.lock().unwrap().clone();
         assert!(fired.iter().all(|&t| t <= now), "fired early");
     }
@@ -59,7 +84,7 @@ fn fires_in_order_never_early() {
         // SAFETY: as above.
         unsafe { timers2.register(NonNull::from(&**e), t, Action::Wake(waker)) };
     }
-    timers2.fire(1 << 30, true);
+    timers2.fire(1 << 30);
     let fired2 = log2.lock().unwrap().clone();
     assert_eq!(fired2.len(), 400);
     assert!(fired2.windows(2).all(|w| w[0] <= w[1]), "one big jump fired out of order");
@@ -99,7 +124,7 @@ fn cancel_drops_the_waker_and_never_fires() {
     }
     assert_eq!(Arc::strong_count(&waker_arc), 1, "cancel dropped the waker");
     assert_eq!(timers.pending(), 0);
-    timers.fire(1 << 40, true);
+    timers.fire(1 << 40);
     assert_eq!(hits.load(Ordering::Relaxed), 0);
     assert!(!e.is_fired());
 }
@@ -107,7 +132,7 @@ fn cancel_drops_the_waker_and_never_fires() {
 #[test]
 fn elapsed_and_closed() {
     let timers = Timers::new();
-    timers.fire(1000, true);
+    timers.fire(1000);
     let e = alloc::boxed::Box::pin(Entry::new());
     let hits = Arc::new(StdCounter::new(0));
     // SAFETY: `e` outlives the wheel's use.
