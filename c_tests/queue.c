@@ -14,7 +14,12 @@
  *      that times out, and destroy handing the waiting tasks to the cancel callback;
  *   5. destroy running the waiting tasks itself (no cancel callback), each of which calls the
  *      queue being destroyed: its submit is refused (SHUTDOWN), cancel is BUSY, wait returns,
- *      destroy is INVALID, and nothing touches freed memory (ASan, valgrind).
+ *      destroy is INVALID, and nothing touches freed memory (ASan, valgrind);
+ *   6. a queue on a target queue (pool_queue_init_target, libuv's slow-I/O cap): bad input
+ *      and a bounded target give POOL_ERR_INVALID; 4 blockers fill the width-4 target, then
+ *      4 quick tasks of the width-2 queue on it stay waiting (none starts beside the
+ *      blockers) and are cancelled and freed at once; the target's destroy is POOL_ERR_BUSY
+ *      while the queue on it exists.
  *
  * A 60 s watchdog turns a hang into exit status 2.
  */
@@ -211,6 +216,45 @@ int main(void)
         CHECK_STATUS(c[i].destroy, POOL_ERR_INVALID, "destroy from a task run by destroy");
     }
     CHECK_EQ(atomic_load(&c[0].follow.runs), 0, "the refused follow-up never ran");
+
+    /* 6. a queue on a target queue */
+    struct pool_queue slow;
+    CHECK_STATUS(pool_queue_init(&q, pool, 4, 1, NULL), POOL_OK, "init bounded");
+    CHECK_STATUS(pool_queue_init_target(&slow, &q, 1, 0, NULL), POOL_ERR_INVALID, "init_target(bounded target)");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy bounded");
+    CHECK_STATUS(pool_queue_init(&q, pool, 4, 0, NULL), POOL_OK, "init target");
+    CHECK_STATUS(pool_queue_init_target(NULL, &q, 1, 0, NULL), POOL_ERR_INVALID, "init_target(NULL queue)");
+    CHECK_STATUS(pool_queue_init_target(&slow, NULL, 1, 0, NULL), POOL_ERR_INVALID, "init_target(NULL target)");
+    CHECK_STATUS(pool_queue_init_target(&slow, &q, 5, 0, NULL), POOL_ERR_INVALID, "init_target(width 5 on 4 threads)");
+    CHECK_STATUS(pool_queue_init_target(&slow, &q, 2, 0, NULL), POOL_OK, "init_target");
+    atomic_store(&release, 0);
+    atomic_store(&started, 0);
+    for (int i = 0; i < 4; i++) {
+        blockers[i] = (struct job){ .task = { .callback = job_run }, .n = -1, .blocks = 1 };
+        CHECK_STATUS(pool_queue_submit(&q, &blockers[i].task), POOL_OK, i == 0 ? "submit a blocker to the target" : NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        quick[i] = calloc(1, sizeof *quick[i]);
+        quick[i]->task.callback = job_run;
+        quick[i]->n = -1;
+        CHECK_STATUS(pool_queue_submit(&slow, &quick[i]->task), POOL_OK, i == 0 ? "submit to the queue on the target" : NULL);
+    }
+    wait_until(started_is, &four, report_started, "4 blockers started");
+    sleep_us(2000);
+    CHECK_EQ(atomic_load(&started), 4, "a task of the queue on the target started beside the blockers");
+    cancelled = 0;
+    for (int i = 0; i < 4; i++) {
+        cancelled += pool_queue_cancel(&slow, &quick[i]->task) == POOL_OK;
+        free(quick[i]);
+    }
+    CHECK_EQ(cancelled, 4, "every task behind the target's busy slots cancelled");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_ERR_BUSY, "destroy a target with a queue on it");
+    atomic_store(&release, 1);
+    CHECK_STATUS(pool_queue_wait(&slow), POOL_OK, "wait on the queue on the target");
+    CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait on the target");
+    CHECK_EQ(atomic_load(&started), 4, "no cancelled task ran");
+    CHECK_STATUS(pool_queue_destroy(&slow), POOL_OK, "destroy the queue on the target");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy the target after it");
 
     pool_destroy(pool);
     return test_finish();

@@ -935,7 +935,8 @@ int pool_queue_cancel(struct pool_queue *queue, struct task *task);
  * order, without one) once the running ones have finished. Meanwhile the queue is closed: a
  * task handed back or run here that calls it gets POOL_ERR_SHUTDOWN from a submit, BUSY from
  * a cancel, OK at once from a wait, and POOL_ERR_INVALID from a destroy. POOL_ERR_INVALID
- * for NULL, or from a task of this queue (nothing changed).
+ * for NULL, or from a task of this queue or of its target; POOL_ERR_BUSY while queues made
+ * by `pool_queue_init_target` on this one exist (nothing changed).
  */
 int pool_queue_destroy(struct pool_queue *queue);
 
@@ -951,6 +952,25 @@ int pool_queue_init(struct pool_queue *queue,
                     size_t width,
                     size_t bound,
                     void (*cancel)(struct task *task));
+
+/**
+ * Initialises `queue` as `pool_queue_init` does, on `target`'s pool, with its tasks run as
+ * tasks of `target` (libdispatch's target queues): at most `width` of them at once, each
+ * also taking one of `target`'s width slots, started in `target`'s FIFO order among its own
+ * tasks and other queues on it. Two queues of one pool (slow I/O capped at half the threads
+ * beside everything else) then start tasks in submission order across each other: a task
+ * behind `target`'s busy slots stays waiting, and cancellable, until a slot frees.
+ * `target`'s stats and wait count these queues' runners as its tasks. Destroy `queue`
+ * before `target` (`pool_queue_destroy(target)` returns POOL_ERR_BUSY meanwhile).
+ * POOL_ERR_INVALID for a NULL queue or target, a width above the pool's thread limit, or a
+ * `target` with a bound; POOL_ERR_SHUTDOWN while `target` is being destroyed;
+ * POOL_ERR_FORKED in a child that inherited the pool; POOL_ERR_NOMEM (nothing allocated).
+ */
+int pool_queue_init_target(struct pool_queue *queue,
+                           struct pool_queue *target,
+                           size_t width,
+                           size_t bound,
+                           void (*cancel)(struct task *task));
 
 /**
  * Sets the width (0 suspends; widening starts waiting tasks at once; narrowing lets running

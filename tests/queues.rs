@@ -9,96 +9,12 @@ mod common;
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pool::{container_of, Config, Error, Queue, QueueConfig, Task, ThreadPool, ThreadSpawner};
-
-/// `common::watchdog` (the test fails if `f` does not finish in `secs` seconds; a panic in it
-/// is the test's), for bodies that need no progress counter.
-fn watchdog<T: Send + 'static>(what: &'static str, secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    common::watchdog(what, common::watchdog_secs(secs), move |_| f())
-}
-
-/// Permits for blocking tasks: `pass` takes one (waiting for it), `open` adds some.
-#[derive(Default)]
-struct Gate {
-    permits: Mutex<usize>,
-    cv: Condvar,
-}
-
-impl Gate {
-    fn pass(&self) {
-        let mut p = self.permits.lock().unwrap();
-        while *p == 0 {
-            p = self.cv.wait(p).unwrap();
-        }
-        *p -= 1;
-    }
-    fn open(&self, n: usize) {
-        *self.permits.lock().unwrap() += n;
-        self.cv.notify_all();
-    }
-}
-
-/// What the tasks of one test share.
-#[derive(Default)]
-struct Probe {
-    active: AtomicUsize,
-    max: AtomicUsize,
-    started: Mutex<Vec<usize>>,
-    gate: Gate,
-}
-
-#[repr(C)]
-struct Job {
-    task: Task,
-    n: usize,
-    /// Whether this job blocks on the gate.
-    blocks: bool,
-    runs: AtomicUsize,
-    probe: Arc<Probe>,
-}
-
-unsafe extern "C" fn run_job(task: *mut Task) {
-    // SAFETY: every task with this callback is the `task` of a live `Job` (derived from the job).
-    let job = unsafe { &*container_of!(task, Job, task) };
-    let p = &job.probe;
-    let now = p.active.fetch_add(1, Ordering::SeqCst) + 1;
-    p.max.fetch_max(now, Ordering::SeqCst);
-    p.started.lock().unwrap().push(job.n);
-    if job.blocks {
-        p.gate.pass();
-    }
-    job.runs.fetch_add(1, Ordering::SeqCst);
-    p.active.fetch_sub(1, Ordering::SeqCst);
-}
-
-fn jobs(n: usize, probe: &Arc<Probe>, blocks: impl Fn(usize) -> bool) -> Vec<Job> {
-    (0..n).map(|i| Job { task: Task::new(run_job), n: i, blocks: blocks(i), runs: AtomicUsize::new(0), probe: probe.clone() }).collect()
-}
-
-/// The task of job `i`, as a pointer to the whole job (the task is its first field), made from
-/// a shared borrow: the callback reads the job through it, and the job's mutable parts are
-/// atomics, so the test may go on borrowing `jobs` while tasks run (no unique reborrow
-/// invalidates a queued task's pointer, under Miri's aliasing model).
-fn task_of(jobs: &[Job], i: usize) -> NonNull<Task> {
-    NonNull::from(&jobs[i]).cast()
-}
-
-/// Polls `cond` every millisecond for up to 5 s.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let until = Instant::now() + Duration::from_secs(5);
-    while !cond() {
-        assert!(Instant::now() < until, "never: {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn pool(threads: usize) -> ThreadPool<ThreadSpawner> {
-    ThreadPool::new(Config::default().with_max_threads(threads)).unwrap()
-}
+use common::queue_probe::{eventually, jobs, pool, task_of, watchdog, Job, Probe};
+use pool::{container_of, Error, Queue, QueueConfig, Task, ThreadPool, ThreadSpawner};
 
 /// Widths 1, 2, 3 on pools of 1, 2, 4 and 8 threads: with blocking tasks released one at a time,
 /// exactly min(width, threads) run at every quiescent point, never more than the width, the

@@ -15,6 +15,10 @@
  *   - requests start in the order submitted, on any thread, and one that waits behind busy
  *     threads stays queued until a thread frees up: one queue as wide as the pool (a task
  *     binds to a thread only when it starts);
+ *   - slow I/O (DNS) runs on at most half the threads, (threads + 1) / 2: a second queue of
+ *     that width whose target is the first (pool_queue_init_target), so its requests also
+ *     start in submission order among all the others and wait, cancellable, behind busy
+ *     threads (libuv's `threadpool_cancel_getaddrinfo` checks both);
  *   - uv_cancel succeeds exactly while the request still waits (then its done callback gets
  *     UV_ECANCELED), else UV_EBUSY: pool_queue_cancel, which reads only its own list;
  *   - a request costs no allocation: its `struct uv__work` ends with two pointers that
@@ -24,15 +28,8 @@
  *     pthread_atfork rule): the inherited one refuses work there (POOL_ERR_FORKED) and is
  *     left behind, as libuv leaves its old mutex and threads;
  *   - at library shutdown (uv_library_shutdown) queued work still runs, then the threads end:
- *     pool_queue_destroy without a cancel callback, then pool_destroy.
- *
- * Not kept: libuv runs slow I/O (DNS) on at most half the threads. A second queue, half as
- * wide, on the same pool would give that cap, but two queues on one pool do not start their
- * tasks in submission order across each other (each queue's runners are plain pool tasks,
- * and the pool promises an order only within a queue, or with one worker); libuv's own
- * `threadpool_cancel_getaddrinfo` failed with it: a DNS request submitted after the fourth
- * blocking request started before it and could no longer be cancelled. A queue whose runners
- * go through another queue (libdispatch's target queues) would give both.
+ *     pool_queue_destroy without a cancel callback (the slow queue first: a target outlives
+ *     the queues on it), then pool_destroy.
  */
 #include "../../include/pool.h"
 
@@ -41,6 +38,7 @@ _Static_assert(sizeof(((struct uv__work *)0)->wq) == sizeof(struct task), "a tas
 static uv_once_t pool_once = UV_ONCE_INIT;
 static struct pool *uv_pool;
 static struct pool_queue work_queue; /* every request, FIFO: as wide as the pool */
+static struct pool_queue slow_queue; /* slow I/O, at most half the threads: its target is work_queue */
 
 static struct task *task_of(struct uv__work *w)
 {
@@ -88,6 +86,8 @@ static void init_once(void)
         abort();
     if (pool_queue_init(&work_queue, pool, threads, 0, NULL) != POOL_OK)
         abort();
+    if (pool_queue_init_target(&slow_queue, &work_queue, (threads + 1) / 2, 0, NULL) != POOL_OK)
+        abort();
     uv_pool = pool;
 }
 
@@ -101,10 +101,10 @@ void uv__work_submit(uv_loop_t *loop, struct uv__work *w, enum uv__work_kind kin
     struct task *task = task_of(w);
     task->next = NULL;
     task->callback = run_work;
-    (void)kind; /* one queue for every kind (file header, "Not kept") */
-    /* libuv's submit cannot fail; the queue is unbounded, so only a pool with no thread
+    struct pool_queue *queue = kind == UV__WORK_SLOW_IO ? &slow_queue : &work_queue;
+    /* libuv's submit cannot fail; the queues are unbounded, so only a pool with no thread
      * (POOL_ERR_SPAWN) refuses, where libuv's pool would have aborted at its start. */
-    if (pool_queue_submit(&work_queue, task) != POOL_OK)
+    if (pool_queue_submit(queue, task) != POOL_OK)
         abort();
 }
 
@@ -114,7 +114,8 @@ static int uv__work_cancel(uv_loop_t *loop, uv_req_t *req, struct uv__work *w)
     if (uv_pool == NULL)
         return UV_EBUSY;
     struct task *task = task_of(w);
-    if (pool_queue_cancel(&work_queue, task) != POOL_OK)
+    /* The request waits in at most one of the two lists; each cancel reads only its own. */
+    if (pool_queue_cancel(&slow_queue, task) != POOL_OK && pool_queue_cancel(&work_queue, task) != POOL_OK)
         return UV_EBUSY;
     w->work = uv__cancelled;
     uv_mutex_lock(&loop->wq_mutex);
@@ -128,6 +129,7 @@ void uv__threadpool_cleanup(void)
 {
     if (uv_pool == NULL)
         return;
+    pool_queue_destroy(&slow_queue);
     pool_queue_destroy(&work_queue);
     pool_destroy(uv_pool);
     uv_pool = NULL;

@@ -63,23 +63,54 @@ pub extern "C" fn pool_queue_init(
 ) -> c_int {
     boundary(|| {
         let (Some(queue), Some(pool)) = (NonNull::new(queue), NonNull::new(pool)) else { return POOL_ERR_INVALID };
-        let mut config = QueueConfig::new(width).with_bound(bound);
-        if let Some(cancel) = cancel {
-            // SAFETY: `struct task` is `Task` (layout asserted in `task.rs`), so the two
-            // function pointer types have the same ABI.
-            let cancel: Callback = unsafe { core::mem::transmute::<unsafe extern "C" fn(*mut CTask), Callback>(cancel) };
-            config = config.with_cancel(cancel);
-        }
         // SAFETY: `pool` is live and outlives the queue (pool.h contract).
         let pool: ManuallyDrop<CPool> = unsafe { borrow(pool) };
         // SAFETY: as above.
-        match unsafe { CQueue::new_detached(&pool, config) } {
-            // SAFETY: non-null and writable, large and aligned enough (asserted above).
-            Ok(q) => unsafe { queue.as_ptr().cast::<*mut ()>().write(q.into_raw()) },
-            Err(e) => return status(Err(e)),
-        }
-        POOL_OK
+        init(queue, unsafe { CQueue::new_detached(&pool, config(width, bound, cancel)) })
     })
+}
+
+/// Initialises `queue` as `pool_queue_init` does, on `target`'s pool, with its tasks run as
+/// tasks of `target` (libdispatch's target queues): at most `width` of them at once, each
+/// also taking one of `target`'s width slots, started in `target`'s FIFO order among its own
+/// tasks and other queues on it. Two queues of one pool (slow I/O capped at half the threads
+/// beside everything else) then start tasks in submission order across each other: a task
+/// behind `target`'s busy slots stays waiting, and cancellable, until a slot frees.
+/// `target`'s stats and wait count these queues' runners as its tasks. Destroy `queue`
+/// before `target` (`pool_queue_destroy(target)` returns POOL_ERR_BUSY meanwhile).
+/// POOL_ERR_INVALID for a NULL queue or target, a width above the pool's thread limit, or a
+/// `target` with a bound; POOL_ERR_SHUTDOWN while `target` is being destroyed;
+/// POOL_ERR_FORKED in a child that inherited the pool; POOL_ERR_NOMEM (nothing allocated).
+#[no_mangle]
+pub extern "C" fn pool_queue_init_target(
+    queue: *mut PoolQueue,
+    target: *mut PoolQueue,
+    width: usize,
+    bound: usize,
+    cancel: Option<unsafe extern "C" fn(task: *mut CTask)>,
+) -> c_int {
+    boundary(|| {
+        let (Some(queue), Some(target)) = (NonNull::new(queue), NonNull::new(target)) else { return POOL_ERR_INVALID };
+        // SAFETY: an initialised queue (pool.h contract), destroyed after `queue` (refused
+        // before: `has_children`).
+        init(queue, unsafe { CQueue::with_target_detached(&core_queue(target), config(width, bound, cancel)) })
+    })
+}
+
+fn config(width: usize, bound: usize, cancel: Option<unsafe extern "C" fn(task: *mut CTask)>) -> QueueConfig {
+    let config = QueueConfig::new(width).with_bound(bound);
+    match cancel {
+        // SAFETY: `struct task` is `Task` (layout asserted in `task.rs`), so the two function
+        // pointer types have the same ABI.
+        Some(cancel) => config.with_cancel(unsafe { core::mem::transmute::<unsafe extern "C" fn(*mut CTask), Callback>(cancel) }),
+        None => config,
+    }
+}
+
+/// Stores a made queue in the caller's `struct pool_queue`.
+fn init(queue: NonNull<PoolQueue>, made: Result<CQueue, crate::Error>) -> super::status::pool_status {
+    // SAFETY: non-null and writable (pool.h contract), large and aligned enough (asserted above).
+    status(made.map(|q| unsafe { queue.as_ptr().cast::<*mut ()>().write(q.into_raw()) }))
 }
 
 /// Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was
@@ -199,7 +230,8 @@ pub extern "C" fn pool_queue_stats(queue: *const PoolQueue, out: *mut pool_queue
 /// order, without one) once the running ones have finished. Meanwhile the queue is closed: a
 /// task handed back or run here that calls it gets POOL_ERR_SHUTDOWN from a submit, BUSY from
 /// a cancel, OK at once from a wait, and POOL_ERR_INVALID from a destroy. POOL_ERR_INVALID
-/// for NULL, or from a task of this queue (nothing changed).
+/// for NULL, or from a task of this queue or of its target; POOL_ERR_BUSY while queues made
+/// by `pool_queue_init_target` on this one exist (nothing changed).
 #[no_mangle]
 pub extern "C" fn pool_queue_destroy(queue: *mut PoolQueue) -> c_int {
     boundary(|| {
@@ -208,6 +240,9 @@ pub extern "C" fn pool_queue_destroy(queue: *mut PoolQueue) -> c_int {
         let q = unsafe { core_queue(queue) };
         if q.in_own_task() || q.closing() {
             return POOL_ERR_INVALID;
+        }
+        if q.has_children() {
+            return POOL_ERR_BUSY;
         }
         drop(ManuallyDrop::into_inner(q));
         POOL_OK

@@ -17,6 +17,7 @@ use alloc::boxed::Box;
 
 use super::admission::{Admission, Step};
 use super::list::List;
+use crate::error::Error;
 use crate::latch::Signal;
 use crate::platform::Spawner;
 use crate::scheduler::ThreadPool;
@@ -46,6 +47,11 @@ pub(super) struct State {
     pub(super) started: usize,
     pub(super) cancelled: usize,
     pub(super) refused: usize,
+    /// Queues whose runners run as this queue's tasks ([`Queue::with_target`]): while any
+    /// exists, this queue is not dropped (a C destroy is refused), so none outlives it.
+    ///
+    /// [`Queue::with_target`]: super::Queue::with_target
+    pub(super) children: usize,
 }
 
 // SAFETY: the list, the idle runners and the waiter chain are pointers handed between threads
@@ -73,6 +79,9 @@ pub(crate) struct Inner<S: Spawner> {
     pub(super) state: TryLock<State>,
     pub(super) cancel: Option<Callback>,
     pub(super) runners: Box<[Runner<S>]>,
+    /// Where the runners are submitted: the queue whose tasks they are (it outlives this one:
+    /// its `children` counts it), or `None`: the pool.
+    pub(super) target: Option<NonNull<Inner<S>>>,
 }
 
 
@@ -99,10 +108,32 @@ impl<S: Spawner> Inner<S> {
         self.pool().inner().link.is_inherited()
     }
 
-    /// The calling thread is a worker of the pool inside one of this queue's tasks.
+    /// The target queue, if the runners are its tasks.
+    pub(super) fn target(&self) -> Option<&Inner<S>> {
+        // SAFETY: a target outlives the queues that target it (`State::children`).
+        self.target.map(|t| unsafe { t.as_ref() })
+    }
+
+    /// The calling thread is a worker of the pool inside one of this queue's tasks, or of a
+    /// task of its target (a runner of this queue is one: a wait there could wait for the
+    /// slot it holds itself).
     pub(super) fn on_own_task(&self) -> bool {
         let me = self.pool().current_worker().map_or(0, |cx| cx.index() + 1);
-        me != 0 && self.runners.iter().any(|r| r.is_running_on(me))
+        (me != 0 && self.runners.iter().any(|r| r.is_running_on(me))) || self.target().is_some_and(Inner::on_own_task)
+    }
+
+    /// Submits a runner's task where this queue's runners run: to the target queue, as one of
+    /// its tasks (it has no bound, so only its pool refuses), or to the pool.
+    ///
+    /// # Safety
+    /// `task` is an idle runner's, counted in `Admission::runners`: ours to submit.
+    pub(super) unsafe fn submit_runner(&self, task: NonNull<Task>) -> Result<(), Error> {
+        match self.target() {
+            // SAFETY: the caller's contract: a valid task, queued nowhere, until it starts.
+            Some(target) => unsafe { target.admit(task, None) },
+            // SAFETY: as above.
+            None => unsafe { self.pool().submit(task) },
+        }
     }
 
     /// Returns once the admission reads idle (a waiter registered under the lock is woken by
@@ -124,7 +155,7 @@ impl<S: Spawner> Inner<S> {
 impl State {
     pub(super) fn new(width: usize, bound: usize) -> Self {
         let adm = Admission::new(width, bound);
-        Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), closed: false, started: 0, cancelled: 0, refused: 0 }
+        Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), closed: false, started: 0, cancelled: 0, refused: 0, children: 0 }
     }
 
     pub(super) fn take_waiters(&mut self) -> *const Waiter {
@@ -268,8 +299,8 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
             }
             Step::Yield => {
                 // SAFETY: still counted: the queue and its pool are alive; the task is ours to
-                // submit, and after an `Ok` it is the pool's (not touched again here).
-                if unsafe { (*queue).pool().submit(NonNull::new_unchecked(task)) }.is_ok() {
+                // submit, and after an `Ok` it is the pool's or the target's (not touched again).
+                if unsafe { (*queue).submit_runner(NonNull::new_unchecked(task)) }.is_ok() {
                     return;
                 }
                 // Refused (the pool's shutdown runs what is left on its own thread): go on here.

@@ -1,6 +1,7 @@
 //! Loom models of a queue's admission on a whole one-thread pool (`crate::loom::LoomSpawner`):
 //! a finishing task releasing its width slot racing a submit never strands a task and never
-//! runs two at once (also with two threads); a cancel racing the task's start gives exactly one outcome.
+//! runs two at once (also with two threads); a cancel racing the task's start gives exactly one outcome,
+//! also on a queue whose runners are tasks of a target queue.
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
 //! target/loom --lib queues::loom`.
@@ -103,6 +104,41 @@ fn serial_queue_on_two_threads_runs_one_at_a_time() {
         queue.wait().unwrap();
         assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
         drop(queue);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A serial queue on a serial target, each with one task, the first cancelled while the pool
+/// may be starting it (through the target's runner): exactly one outcome, the target's own
+/// task runs once, and the waits and drops return (the child's runner, queued on the target,
+/// ends, and the target's count of queues on it goes back to 0).
+#[test]
+fn queue_on_a_target_cancel_racing_start() {
+    model("queues_on_a_target_cancel_racing_start", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let other: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let target = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
+        let (a, b) = (job(active), job(other));
+        // SAFETY: the jobs outlive the waits below.
+        unsafe {
+            child.try_submit(task(&a)).unwrap();
+            target.try_submit(task(&b)).unwrap();
+        }
+        let cancelled = child.cancel(task(&a));
+        child.wait().unwrap();
+        target.wait().unwrap();
+        let runs = a.runs.load(Ordering::SeqCst);
+        match cancelled {
+            Ok(()) => assert_eq!(runs, 0, "cancelled, yet it ran"),
+            Err(Error::Busy) => assert_eq!(runs, 1, "not cancelled, yet it never ran"),
+            Err(e) => panic!("{e:?}"),
+        }
+        assert_eq!(b.runs.load(Ordering::SeqCst), 1);
+        drop(child);
+        assert!(!target.has_children());
+        drop(target);
         pool.shutdown().unwrap();
     });
 }

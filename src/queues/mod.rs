@@ -33,6 +33,13 @@
 //! * A task of the queue is recognised (for `wait`, `submit_timeout`, drop) by its runner slot
 //!   naming the calling worker; a task run on a non-worker thread (a pool's shutdown with no
 //!   thread) is not.
+//! * Target queues ([`Queue::with_target`]): a queue's runners go to its target's admission as
+//!   tasks of the target (`Inner::submit_runner`), so they start in the target's FIFO order
+//!   and each takes one of its width slots; a target has no bound (a runner is never refused
+//!   for room) and counts the queues on it (`State::children`), and is not dropped while any
+//!   exists, so a queue's `target` pointer stays valid. Locks nest only child before target
+//!   (a submit to the target happens after the child's unlock), so no order can deadlock. A
+//!   task of the target is treated as a task of the queue (its runner is one).
 
 mod admission;
 mod inner;
@@ -53,7 +60,7 @@ use crate::error::Error;
 use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::Spawner;
 use crate::scheduler::ThreadPool;
-use crate::sync::{Ordering, TryLock};
+use crate::sync::TryLock;
 use crate::task::{Callback, Task};
 
 /// A queue's settings: [`width`](Self::new), [`bound`](Self::with_bound) and
@@ -185,12 +192,69 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// [`Error::InvalidArgument`] for a width above `pool.thread_limit()`;
     /// [`Error::OutOfMemory`] if an allocation failed (nothing was kept).
     pub fn new(pool: &'a ThreadPool<S>, config: QueueConfig) -> Result<Self, Error> {
+        Self::build(pool, None, config)
+    }
+
+    /// A queue whose runners are tasks of `target` (libdispatch's target queues): at most
+    /// `width` of its tasks run at once, each also taking one of `target`'s width slots, and
+    /// its runners start in `target`'s FIFO order among `target`'s own tasks and the runners
+    /// of other queues that target it. So two queues of one pool (say, slow I/O capped at
+    /// half the threads beside everything else) start their tasks in submission order across
+    /// each other: a task that waits behind `target`'s busy slots stays waiting, and can
+    /// still be cancelled, until a slot frees, which two queues on the pool itself do not
+    /// promise (the pool may start a later queue's runner first).
+    ///
+    /// `target` counts these runners as its tasks (its `stats`, and its `wait`, which also
+    /// waits for those runners); a drop of this queue waits for its runners queued on
+    /// `target` (a suspended `target` holds them until widened). `target` cannot be dropped
+    /// before this queue (the borrow; a C destroy is refused with `POOL_ERR_BUSY`). A wait,
+    /// blocking submit or drop of this queue from a task of `target` is refused like one from
+    /// this queue's own tasks (it could wait for the slot it holds).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] {
+    /// use pool::{Config, Queue, QueueConfig, ThreadPool};
+    /// let pool = ThreadPool::new(Config::default().with_max_threads(4)).unwrap();
+    /// let all = Queue::new(&pool, QueueConfig::new(4)).unwrap();
+    /// let slow = Queue::with_target(&all, QueueConfig::new(2)).unwrap();
+    /// slow.spawn(|| { /* at most 2 of these at once, in `all`'s order */ }).unwrap();
+    /// all.spawn(|| {}).unwrap();
+    /// slow.wait().unwrap();
+    /// all.wait().unwrap();
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a width above the pool's thread limit, or a `target`
+    /// with a bound (it would refuse runners); [`Error::Shutdown`] while `target` is being
+    /// dropped; [`Error::Forked`] in a child that inherited the pool through `fork()`;
+    /// [`Error::OutOfMemory`] (nothing was kept).
+    pub fn with_target(target: &'a Queue<'_, S>, config: QueueConfig) -> Result<Self, Error> {
+        let t = target.inner();
+        if t.inherited() {
+            return Err(Error::Forked);
+        }
+        {
+            let mut st = t.lock();
+            if st.adm.bound != 0 {
+                return Err(Error::InvalidArgument);
+            }
+            if st.closed {
+                return Err(Error::Shutdown);
+            }
+            st.children += 1;
+        }
+        Self::build(t.pool(), Some(target.inner), config).inspect_err(|_| t.lock().children -= 1)
+    }
+
+    fn build(pool: &ThreadPool<S>, target: Option<NonNull<Inner<S>>>, config: QueueConfig) -> Result<Self, Error> {
         let slots = pool.thread_limit();
         if config.width > slots {
             return Err(Error::InvalidArgument);
         }
         let state = TryLock::new(State::new(config.width, config.bound));
-        let inner = try_box(Inner { pool: core::mem::ManuallyDrop::new(ThreadPool { inner: pool.inner }), state, cancel: config.cancel, runners: Box::new([]) })?;
+        let pool = core::mem::ManuallyDrop::new(ThreadPool { inner: pool.inner });
+        let inner = try_box(Inner { pool, state, cancel: config.cancel, runners: Box::new([]), target })?;
         let inner = NonNull::from(Box::leak(inner));
         // SAFETY: `inner` was just leaked and is ours alone; the runners point back to it.
         unsafe {
@@ -217,10 +281,31 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// `pool`'s state outlives the queue (the queue is dropped first).
     #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) unsafe fn new_detached(pool: &ThreadPool<S>, config: QueueConfig) -> Result<Queue<'static, S>, Error> {
-        let queue = Queue::new(pool, config)?;
-        let inner = queue.inner;
-        core::mem::forget(queue);
-        Ok(Queue { inner, _pool: PhantomData })
+        Queue::new(pool, config).map(Queue::detach)
+    }
+
+    /// A queue on `target` kept alive by contract (the C API).
+    ///
+    /// # Safety
+    /// `target` outlives the queue (its drop is refused while the queue exists, see
+    /// [`has_children`](Self::has_children)).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) unsafe fn with_target_detached(target: &Queue<'_, S>, config: QueueConfig) -> Result<Queue<'static, S>, Error> {
+        Queue::with_target(target, config).map(Queue::detach)
+    }
+
+    fn detach(self) -> Queue<'static, S> {
+        let inner = self.inner;
+        core::mem::forget(self);
+        Queue { inner, _pool: PhantomData }
+    }
+
+    /// Whether queues made with [`with_target`](Self::with_target) on this one still exist (a
+    /// C destroy of this one is refused then). False in a child that inherited the pool
+    /// through `fork()` (the lock may have been held by a thread of the parent).
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn has_children(&self) -> bool {
+        !self.inner().inherited() && self.inner().lock().children != 0
     }
 
     /// The queue as a pointer, for a C `struct pool_queue` (undone by [`from_raw`](Self::from_raw)).
@@ -334,30 +419,33 @@ impl<'a, S: Spawner> Queue<'a, S> {
             let n = st.adm.set_width(width);
             st.idle.split_front(n)
         };
-        if batch.is_empty() {
-            return Ok(());
+        // Each runner on its own: a target queue takes them one at a time.
+        let mut refused = (crate::task::Batch::new(), Ok(()));
+        while let Some(runner) = batch.pop() {
+            // SAFETY: idle runners' tasks are ours to submit; each stays valid while counted.
+            if let Err(e) = unsafe { inner.submit_runner(runner) } {
+                // SAFETY: refused, so still ours.
+                unsafe { refused.0.push(runner) };
+                refused.1 = Err(e);
+            }
         }
-        let n = batch.len();
-        let first = batch.head;
-        // SAFETY: idle runners' tasks are ours to submit; each stays valid while counted.
-        let Err(e) = (unsafe { inner.pool().submit_batch(core::mem::take(&mut batch)) }) else { return Ok(()) };
+        let (mut back, result) = refused;
+        if back.is_empty() {
+            return result;
+        }
         let waiters = {
             let mut st = inner.lock();
             let mut idle = false;
-            let mut next = first;
-            for _ in 0..n {
-                let r = next.expect("the refused batch's runners");
-                // SAFETY: the refused batch's own links, read before each is pushed back.
-                next = NonNull::new(unsafe { r.as_ref().load_next(Ordering::Relaxed) });
+            while let Some(runner) = back.pop() {
                 // SAFETY: the runner came back unsubmitted.
-                unsafe { st.idle.push(r) };
+                unsafe { st.idle.push(runner) };
                 idle = st.adm.refused();
             }
             if idle { st.take_waiters() } else { ptr::null() }
         };
         // SAFETY: taken from the chain under the lock, each set once.
         unsafe { wake(waiters) };
-        Err(e)
+        result
     }
 
     /// The queue's figures, read together under its lock: each exact at the moment of the
@@ -429,6 +517,9 @@ impl<S: Spawner> Drop for Queue<'_, S> {
                 // SAFETY: the task was waiting; it runs once, here.
                 None => unsafe { Task::run(task) },
             }
+        }
+        if let Some(target) = inner.target() {
+            target.lock().children -= 1;
         }
         // SAFETY: idle and closed: no runner is out, none can start, and nothing reaches the
         // allocation (module invariants).

@@ -11,7 +11,7 @@
 use core::ptr::{self, NonNull};
 use core::time::Duration;
 
-use super::inner::{wake, Waiter};
+use super::inner::{wake, Inner, Waiter};
 use super::Queue;
 use crate::error::Error;
 use crate::platform::Spawner;
@@ -34,7 +34,7 @@ impl<S: Spawner> Queue<'_, S> {
     /// cancelled.
     pub unsafe fn try_submit(&self, task: NonNull<Task>) -> Result<(), Error> {
         // SAFETY: the caller's contract.
-        unsafe { self.submit_or_register(task, None) }
+        unsafe { self.inner().admit(task, None) }
     }
 
     /// Submits `task`, waiting while the queue is full until a place frees (a waiting task
@@ -70,7 +70,7 @@ impl<S: Spawner> Queue<'_, S> {
         loop {
             let place = Waiter::new();
             // SAFETY: forwarded contract; `place` outlives its registration (below).
-            match unsafe { self.submit_or_register(task, Some(&place)) } {
+            match unsafe { inner.admit(task, Some(&place)) } {
                 Err(Error::Full) => {}
                 done => return done,
             }
@@ -90,20 +90,22 @@ impl<S: Spawner> Queue<'_, S> {
             return unsafe { self.try_submit(task) };
         }
     }
+}
 
+impl<S: Spawner> Inner<S> {
     /// Admits `task` or, full, registers `place` (if any) in the place-waiter chain; then
-    /// submits the runner the task needs, undoing the admission if the pool refuses it.
+    /// submits the runner the task needs, undoing the admission if the pool (or the target
+    /// queue) refuses it.
     ///
     /// # Safety
-    /// As [`try_submit`](Self::try_submit); `place` stays valid until its signal is set or it
+    /// As [`Queue::try_submit`]; `place` stays valid until its signal is set or it
     /// is unlinked.
-    unsafe fn submit_or_register(&self, task: NonNull<Task>, place: Option<&Waiter>) -> Result<(), Error> {
-        let inner = self.inner();
-        if inner.inherited() {
+    pub(super) unsafe fn admit(&self, task: NonNull<Task>, place: Option<&Waiter>) -> Result<(), Error> {
+        if self.inherited() {
             return Err(Error::Forked);
         }
         let runner = {
-            let mut st = inner.lock();
+            let mut st = self.lock();
             if st.closed {
                 st.refused += 1;
                 return Err(Error::Shutdown);
@@ -125,9 +127,9 @@ impl<S: Spawner> Queue<'_, S> {
         };
         let Some(runner) = runner else { return Ok(()) };
         // SAFETY: an idle runner's task is ours to submit; it stays valid while counted.
-        let Err(e) = (unsafe { inner.pool().submit(runner) }) else { return Ok(()) };
+        let Err(e) = (unsafe { self.submit_runner(runner) }) else { return Ok(()) };
         let (removed, waiters, place) = {
-            let mut st = inner.lock();
+            let mut st = self.lock();
             // SAFETY: the runner came back unsubmitted.
             unsafe { st.idle.push(runner) };
             let idle = st.adm.refused();

@@ -21,6 +21,8 @@ use std::sync::Barrier;
 
 use pool::{container_of, Batch, Config, Error, Spawner, Task, ThreadPool};
 
+pub mod queue_probe;
+
 // ---------------------------------------------------------------------------------------------
 // Scale
 
