@@ -189,3 +189,51 @@ fn the_rules_at_the_edges() {
         assert_eq!(seen, [("child waits on target", Err(Error::InvalidArgument)), ("target task waits on child", Err(Error::InvalidArgument))]);
     });
 }
+
+/// A queue dropped while its runner waits on a suspended target (which would never start it):
+/// the drop takes the runner back from the target's list and runs the waiting tasks itself
+/// (no cancel callback), in order, instead of waiting for the target to be widened. The same
+/// on a pool that was shut down (its runners refused), where nothing would ever start them.
+#[test]
+fn a_drop_takes_back_its_runners_from_the_target() {
+    watchdog("recall", 30, || {
+        recall_from_a_suspended_target();
+        recall_on_a_shut_down_pool();
+    });
+}
+
+fn recall_from_a_suspended_target() {
+    let pool = pool(2);
+    let target = Queue::new(&pool, QueueConfig::new(0)).unwrap();
+    let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
+    let probe = Arc::new(Probe::default());
+    let jobs = jobs(3, &probe, |_| false);
+    for i in 0..3 {
+        // SAFETY: the jobs outlive the child's drop, which runs them.
+        unsafe { child.try_submit(task_of(&jobs, i)).unwrap() };
+    }
+    assert_eq!(target.stats().waiting, 1, "the child's runner waits on the target");
+    drop(child);
+    assert_eq!(*probe.started.lock().unwrap(), vec![0, 1, 2], "run by the drop, in order");
+    let t = target.stats();
+    assert_eq!((t.waiting, t.running, t.started), (0, 0, 0), "nothing of the child left on the target");
+    target.set_width(2).unwrap();
+    target.wait().unwrap();
+}
+
+fn recall_on_a_shut_down_pool() {
+    let pool = pool(2);
+    let target = Queue::new(&pool, QueueConfig::new(0)).unwrap();
+    let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
+    let probe = Arc::new(Probe::default());
+    let jobs = jobs(2, &probe, |_| false);
+    for i in 0..2 {
+        // SAFETY: the jobs outlive the child's drop, which runs them.
+        unsafe { child.try_submit(task_of(&jobs, i)).unwrap() };
+    }
+    pool.shutdown().unwrap();
+    assert!(target.set_width(1).is_err(), "the shut-down pool refuses the target's runner");
+    drop(child);
+    assert_eq!(*probe.started.lock().unwrap(), vec![0, 1]);
+    assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
+}

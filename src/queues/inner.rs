@@ -136,6 +136,49 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
+    /// Unlinks `task` if it waits in this queue's list (compared by address, never read), with
+    /// its place in the bound and, if that leaves the queue idle, its waiters woken; whether
+    /// it was there. `cancel`: count it as cancelled (a user's cancel, not a runner recalled).
+    pub(super) fn unlink(&self, task: NonNull<Task>, cancel: bool) -> bool {
+        let (waiters, place) = {
+            let mut st = self.lock();
+            if !st.waiting.remove(task) {
+                return false;
+            }
+            st.cancelled += usize::from(cancel);
+            let place = st.take_place();
+            (if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }, place)
+        };
+        // SAFETY: taken from their chains under the lock, each set once.
+        unsafe {
+            wake(waiters);
+            wake(place);
+        }
+        true
+    }
+
+    /// Takes back this queue's runners still waiting in the target's list, as if the target
+    /// had refused them (a drop: a suspended target, or one whose pool refuses work, would
+    /// never start them, and the drop waits for every runner out). A runner the target has
+    /// started already is not in its list and ends by itself; one yielding links itself into
+    /// the target's list under this queue's lock, so after the drop's closing section it is
+    /// either there already or will find nothing waiting and end.
+    pub(super) fn recall_runners(&self) {
+        let Some(target) = self.target() else { return };
+        for runner in self.runners.iter() {
+            if target.unlink(runner.task(), false) {
+                let waiters = {
+                    let mut st = self.lock();
+                    // SAFETY: unlinked before it started: the runner is ours again.
+                    unsafe { st.idle.push(runner.task()) };
+                    if st.adm.refused() { st.take_waiters() } else { ptr::null() }
+                };
+                // SAFETY: taken from the chain under the lock, each set once.
+                unsafe { wake(waiters) };
+            }
+        }
+    }
+
     /// Returns once the admission reads idle (a waiter registered under the lock is woken by
     /// the transition that makes it idle).
     pub(super) fn wait_idle(&self) {
@@ -262,9 +305,15 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
     let queue: *const Inner<S> = unsafe { (*runner).queue };
     // SAFETY: as above.
     let me = unsafe { (*queue).pool().current_worker().map_or(0, |cx| cx.index() + 1) };
+    // Read while the queue is alive; the target outlives it (`State::children`).
+    // SAFETY: as above.
+    let target = unsafe { (*queue).target() };
     let mut finished = false;
     let mut left = BATCH;
     loop {
+        // A yield to a target queue: its admission, made under this queue's lock (so a drop's
+        // `recall_runners`, after it closed the queue, finds the runner in the target's list).
+        let mut yielded = None;
         let (step, next, waiters) = {
             // SAFETY: as above; the guard ends before the queue may be freed.
             let mut st = unsafe { (*queue).lock() };
@@ -274,7 +323,14 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
                     st.started += 1;
                     (step, st.waiting.pop(), st.take_place())
                 }
-                Step::Yield => (step, None, ptr::null()),
+                Step::Yield => {
+                    if let Some(target) = target {
+                        // SAFETY: this runner's task is its callback's until handed on: now to
+                        // the target (locks nest this queue's, then the target's).
+                        yielded = Some(unsafe { target.enqueue(&mut target.lock(), NonNull::new_unchecked(task), None) });
+                    }
+                    (step, None, ptr::null())
+                }
                 Step::End { idle } => {
                     // SAFETY: this runner's task is its callback's until handed on: now to
                     // the idle runners (the last access to the queue, under the lock).
@@ -298,9 +354,18 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
                 left -= 1;
             }
             Step::Yield => {
-                // SAFETY: still counted: the queue and its pool are alive; the task is ours to
-                // submit, and after an `Ok` it is the pool's or the target's (not touched again).
-                if unsafe { (*queue).submit_runner(NonNull::new_unchecked(task)) }.is_ok() {
+                let submitted = match (target, yielded) {
+                    // Linked in the target's list: the target's now (the queue may be gone).
+                    (_, Some(Ok(None))) => Ok(()),
+                    // SAFETY: the target's runner `enqueue` took for this task, counted there
+                    // (so the target is alive); only the target is touched.
+                    (Some(target), Some(Ok(Some(r)))) => unsafe { target.start_runner(NonNull::new_unchecked(task), r) },
+                    (_, Some(Err(e))) => Err(e),
+                    // SAFETY: still counted: the queue and its pool are alive; the task is ours
+                    // to submit, and after an `Ok` it is the pool's (not touched again).
+                    _ => unsafe { (*queue).pool().submit(NonNull::new_unchecked(task)) },
+                };
+                if submitted.is_ok() {
                     return;
                 }
                 // Refused (the pool's shutdown runs what is left on its own thread): go on here.

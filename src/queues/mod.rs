@@ -38,8 +38,11 @@
 //!   and each takes one of its width slots; a target has no bound (a runner is never refused
 //!   for room) and counts the queues on it (`State::children`), and is not dropped while any
 //!   exists, so a queue's `target` pointer stays valid. Locks nest only child before target
-//!   (a submit to the target happens after the child's unlock), so no order can deadlock. A
-//!   task of the target is treated as a task of the queue (its runner is one).
+//!   (a runner yielding links itself into the target's list under its queue's lock; no
+//!   target lock is held while a child's is taken), so no order can deadlock. A drop takes
+//!   back, after closing, the runners still waiting in the target's list
+//!   (`Inner::recall_runners`). A task of the target is treated as a task of the queue (its
+//!   runner is one).
 
 mod admission;
 mod inner;
@@ -205,8 +208,9 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// promise (the pool may start a later queue's runner first).
     ///
     /// `target` counts these runners as its tasks (its `stats`, and its `wait`, which also
-    /// waits for those runners); a drop of this queue waits for its runners queued on
-    /// `target` (a suspended `target` holds them until widened). `target` cannot be dropped
+    /// waits for those runners); a drop of this queue takes back its runners still waiting on
+    /// `target` (which a suspended `target` would not start) and waits only for the ones
+    /// running, then hands back or runs its waiting tasks as usual. `target` cannot be dropped
     /// before this queue (the borrow; a C destroy is refused with `POOL_ERR_BUSY`). A wait,
     /// blocking submit or drop of this queue from a task of `target` is refused like one from
     /// this queue's own tasks (it could wait for the slot it holds).
@@ -381,21 +385,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
         if self.inner().inherited() {
             return Err(Error::Forked);
         }
-        let waiters = {
-            let mut st = self.inner().lock();
-            if !st.waiting.remove(task) {
-                return Err(Error::Busy);
-            }
-            st.cancelled += 1;
-            let place = st.take_place();
-            (if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }, place)
-        };
-        // SAFETY: taken from their chains under the lock, each set once.
-        unsafe {
-            wake(waiters.0);
-            wake(waiters.1);
-        }
-        Ok(())
+        if self.inner().unlink(task, true) { Ok(()) } else { Err(Error::Busy) }
     }
 
     /// Sets the width: at most `width` tasks run at once from now on (0 suspends the queue).
@@ -507,6 +497,7 @@ impl<S: Spawner> Drop for Queue<'_, S> {
         };
         // SAFETY: taken from the chain under the lock, each set once.
         unsafe { wake(waiters) };
+        inner.recall_runners();
         inner.wait_idle();
         // The allocation stays until the tasks are handed back: one that calls this queue
         // finds it closed (submits refused, nothing to cancel or wait for).

@@ -11,7 +11,7 @@
 use core::ptr::{self, NonNull};
 use core::time::Duration;
 
-use super::inner::{wake, Inner, Waiter};
+use super::inner::{wake, Inner, State, Waiter};
 use super::Queue;
 use crate::error::Error;
 use crate::platform::Spawner;
@@ -104,28 +104,41 @@ impl<S: Spawner> Inner<S> {
         if self.inherited() {
             return Err(Error::Forked);
         }
-        let runner = {
-            let mut st = self.lock();
-            if st.closed {
-                st.refused += 1;
-                return Err(Error::Shutdown);
+        // SAFETY: the caller's contract.
+        let runner = unsafe { self.enqueue(&mut self.lock(), task, place) }?;
+        // SAFETY: as above; the runner was taken for this task.
+        runner.map_or(Ok(()), |runner| unsafe { self.start_runner(task, runner) })
+    }
+
+    /// `admit`'s part under this queue's lock (`st`): links `task`, or refuses it (closed,
+    /// or full: then `place` is registered); the idle runner to submit for it, if it needs one
+    /// (counted already).
+    ///
+    /// # Safety
+    /// As [`admit`](Self::admit); `st` is this queue's state.
+    pub(super) unsafe fn enqueue(&self, st: &mut State, task: NonNull<Task>, place: Option<&Waiter>) -> Result<Option<NonNull<Task>>, Error> {
+        if st.closed {
+            st.refused += 1;
+            return Err(Error::Shutdown);
+        }
+        let Ok(grew) = st.adm.submit() else {
+            match place {
+                Some(place) => st.register_place(place),
+                None => st.refused += 1,
             }
-            let Ok(grew) = st.adm.submit() else {
-                match place {
-                    Some(place) => st.register_place(place),
-                    None => st.refused += 1,
-                }
-                return Err(Error::Full);
-            };
-            // SAFETY: the caller's contract.
-            unsafe { st.waiting.push(task) };
-            if grew {
-                Some(st.idle.pop().expect("a runner slot for each unit of width"))
-            } else {
-                None
-            }
+            return Err(Error::Full);
         };
-        let Some(runner) = runner else { return Ok(()) };
+        // SAFETY: the caller's contract.
+        unsafe { st.waiting.push(task) };
+        Ok(grew.then(|| st.idle.pop().expect("a runner slot for each unit of width")))
+    }
+
+    /// `admit`'s part after the unlock: submits `runner` (which `enqueue` took for `task`) and,
+    /// if it is refused, undoes the admission of `task` unless a runner took it meanwhile.
+    ///
+    /// # Safety
+    /// `runner` came from `enqueue` for `task`, and is submitted once.
+    pub(super) unsafe fn start_runner(&self, task: NonNull<Task>, runner: NonNull<Task>) -> Result<(), Error> {
         // SAFETY: an idle runner's task is ours to submit; it stays valid while counted.
         let Err(e) = (unsafe { self.submit_runner(runner) }) else { return Ok(()) };
         let (removed, waiters, place) = {
