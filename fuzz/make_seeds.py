@@ -41,6 +41,12 @@ def qinit(q, slot, width, bound=0, cancel=True):
     return [QINIT, q, slot, 0, width, bound, 0 if cancel else 1, 0]
 
 
+def qinit_on(q, t, width, bound=0, cancel=True):
+    """A queue in slot q on the queue in slot t (pool_queue_init_target): the cancel byte's
+    bits 1-2 are 1 and bits 3-4 name the target slot; the pool slot byte is not used."""
+    return [QINIT, q, 0, 0, width, bound, (t << 3) | 2 | (0 if cancel else 1), 0]
+
+
 def qsubmit(q, *jobs):
     """Up to three jobs: (kind, arg, how) with how one of SUB, T0, T100US, ..."""
     out = [QSUBMIT, q, len(jobs) - 1]
@@ -184,6 +190,41 @@ SEEDS = {
     + qcancel(1, 0, 0)
     + QNULL
     + [DESTROY, 0, 1],
+    # Target queues (libuv's slow-I/O cap): a width-2 queue on a width-4 one; its tasks wait
+    # behind 4 blockers in the target's list and are cancelled; a bounded target refused; a
+    # drop while the target is suspended (its runner taken back); destroying a target with a
+    # queue on it (BUSY, then the queue first); nested calls, waits, and a pool shutdown under
+    # both.
+    "queue-target": create(0, 5)
+    + qinit(0, 0, 4, 0, cancel=False)
+    + qinit_on(1, 0, 2)
+    + qsubmit(0, LONG, LONG, LONG)
+    + qsubmit(0, LONG)
+    + qsettle(0, 4)
+    + qsubmit(1, P, B, P)
+    + qcancel(1, 0, 0)
+    + qcancel(1, 1, 1)
+    + qinit(2, 0, 1, 2)
+    + qinit_on(3, 2, 1)  # a bounded target: invalid
+    + qwidth(0, 0)
+    + qsubmit(1, P, P)
+    + qwidth(1, 1)
+    + qdestroy(1)
+    + qinit_on(1, 0, 2, cancel=False)
+    + qsubmit(1, B, B, P)
+    + qdestroy(0)
+    + qinit(0, 0, 2)
+    + qinit_on(1, 0, 1)
+    + qsubmit(1, (Q_NESTED, 0, SUB), (Q_NESTED, N_BLOCK, SUB), P)
+    + qsubmit(0, B, P)
+    + qwait(1)
+    + qwait(0)
+    + qsubmit(1, P, B)
+    + [SHUTDOWN, 0, 0]
+    + qsubmit(1, P)
+    + qwidth(0, 3)
+    + qsubmit(1, P)
+    + [DESTROY, 0, 0],
     # NULL and out-of-range arguments to every pool_queue_* entry point.
     "queue-null": qsubmit(0, P) + qcancel(0, 0) + qwidth(0, 1) + qwait(0) + QNULL
     + create(0, 1)

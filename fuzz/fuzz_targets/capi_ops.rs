@@ -33,7 +33,11 @@
 //! most 2 ms, until some of a queue's tasks run, so that width changes and submits land while
 //! they do: the driver is far faster than the tasks start); bursts of submits then
 //! cancels from the list's tail, middle and head; `pool_queue_wait`; `pool_queue_destroy`
-//! (the driver destroys a pool's queues before the pool); a pool's shutdown under its queues.
+//! (the driver destroys a pool's queues before the pool); a pool's shutdown under its queues;
+//! queues on a target queue (`pool_queue_init_target`, a quarter of the inits where the
+//! chosen slot holds a queue without a target; a bounded target is INVALID), whose runners
+//! wait in the target's list: the same checks per queue, and a target's destroy is BUSY
+//! while queues on it exist (the driver then destroys them first).
 //!
 //! Invariants (a broken one aborts with a message, which libFuzzer reports as a crash):
 //! * every status code is exactly the documented one for the call (INVALID for NULL, a NULL

@@ -33,6 +33,14 @@
 //!   cancels it at once. Tasks make these calls only while `QRec::sync` is free and the queue
 //!   is not being destroyed (`pool_queue_destroy` must not race other calls), so the driver
 //!   never waits for a task that waits for it.
+//! * *Target queues*: a queue on a target (`QSlot::target`) is checked as any queue (its
+//!   width, FIFO start, exact-once); where it depends on the target it is lenient: with the
+//!   pool shut down its submits and widenings may be OK (the runner waits in a suspended
+//!   target's list) as well as SHUTDOWN, it is waited for only while the target has a width
+//!   on a live pool, and a shutdown checks it only if the target has a width. A target's list
+//!   holds runners the driver does not count, so its `waiting` is never exact once a queue
+//!   targeted it (`QSlot::targeted`). Destroying a target first expects BUSY, then destroys
+//!   the queues on it.
 //! * *Destroy*: the driver marks the queue as being destroyed under `QRec::sync`, then calls
 //!   `pool_queue_destroy` with `IN_DESTROY` set on its thread: the only place where the cancel
 //!   callback may be called and where a task may run outside a runner (no width to check).
@@ -42,7 +50,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
 use pool::capi::{
-    pool_queue_cancel, pool_queue_destroy, pool_queue_init, pool_queue_set_width, pool_queue_submit,
+    pool_queue_cancel, pool_queue_destroy, pool_queue_init, pool_queue_init_target, pool_queue_set_width, pool_queue_submit,
     pool_queue_submit_timeout, pool_queue_wait, PoolQueue, POOL_QUEUE_WORDS,
 };
 
@@ -145,6 +153,11 @@ struct QSlot {
     waiting: Option<usize>,
     /// Accepted jobs the driver frees after the destroy (not self-freeing, not cancelled).
     owned: Vec<(u32, *mut QJob)>,
+    /// The slot of its target queue (`pool_queue_init_target`), one that has none.
+    target: Option<usize>,
+    /// Queues have targeted it: its list may hold their runners, which the driver does not
+    /// count, so `waiting` is never exact again.
+    targeted: bool,
 }
 
 impl QSlot {
@@ -469,11 +482,22 @@ impl Driver {
     fn op_qinit(&mut self, inp: &mut Input) {
         let q = inp.below(QSLOTS);
         self.qdestroy(q);
-        let (_, pool, pool_gen, shut) = self.target(inp);
-        let max_threads = if pool.is_null() { 4 } else { max_threads_of(pool) };
-        let width = width_of(inp.byte(), max_threads);
+        let (_, mut pool, mut pool_gen, mut shut) = self.target(inp);
+        let wb = inp.byte();
         let bound = inp.below(4);
-        let has_cancel = inp.below(2) == 0;
+        let cb = inp.byte();
+        let has_cancel = cb % 2 == 0;
+        // On a target queue: the cancel byte's bits 1-2 are 1, bits 3-4 pick the slot (a queue
+        // that has no target itself).
+        let on = (cb >> 1) & 3 == 1;
+        let target = Some(usize::from(cb >> 3) % QSLOTS)
+            .filter(|&t| on && t != q && self.queues.slots[t].as_ref().is_some_and(|s| s.target.is_none()));
+        if let Some(t) = target {
+            let ts = self.queues.slots[t].as_ref().expect("a queue in the slot");
+            (pool, pool_gen, shut) = (ts.rec.pool, ts.pool_gen, ts.shut);
+        }
+        let max_threads = if pool.is_null() { 4 } else { max_threads_of(pool) };
+        let width = width_of(wb, max_threads);
         let null_queue = inp.rare(32);
         let gen = self.gen();
         let sentinel = PoolQueue { opaque: [0x5a5a_5a5a_5a5a_5a5a; POOL_QUEUE_WORDS] };
@@ -491,17 +515,25 @@ impl Driver {
             tasks: self.tasks(),
         });
         let cancel: Option<unsafe extern "C" fn(*mut CTask)> = if has_cancel { Some(qjob_cancel) } else { None };
-        let rc = pool_queue_init(if null_queue { null_mut() } else { rec.queue() }, pool, width, bound, cancel);
-        let valid = !null_queue && !pool.is_null() && width <= max_threads;
+        let queue = if null_queue { null_mut() } else { rec.queue() };
+        let (rc, valid) = match target {
+            Some(t) => {
+                let ts = self.queues.slots[t].as_ref().expect("a queue in the slot");
+                let rc = pool_queue_init_target(queue, ts.rec.queue(), width, bound, cancel);
+                (rc, !null_queue && width <= max_threads && ts.rec.bound == 0)
+            }
+            None => (pool_queue_init(queue, pool, width, bound, cancel), !null_queue && !pool.is_null() && width <= max_threads),
+        };
         expect_rc(
             &format!(
-                "pool_queue_init(NULL queue {null_queue}, NULL pool {}, width {width} of {max_threads}, bound {bound}, cancel {has_cancel})",
+                "pool_queue_init{}(NULL queue {null_queue}, NULL pool {}, width {width} of {max_threads}, bound {bound}, cancel {has_cancel})",
+                if target.is_some() { "_target" } else { "" },
                 pool.is_null()
             ),
             rc,
             if valid { OK } else { INVALID },
         );
-        qtrace!("queue {gen} (slot {q}): init width {width} of {max_threads}, bound {bound}, cancel {has_cancel}: {}", status_name(rc));
+        qtrace!("queue {gen} (slot {q}, target slot {target:?}): init width {width} of {max_threads}, bound {bound}, cancel {has_cancel}: {}", status_name(rc));
         if rc != OK {
             // SAFETY: ours; the library refused it.
             if unsafe { (*rec.queue()).opaque } != [0x5a5a_5a5a_5a5a_5a5a; POOL_QUEUE_WORDS] {
@@ -510,7 +542,12 @@ impl Driver {
             return;
         }
         self.queues.hosted.push(pool_gen);
-        self.queues.slots[q] = Some(QSlot { rec, pool_gen, shut, max_threads, width, waiting: Some(0), owned: Vec::new() });
+        if let Some(t) = target {
+            let ts = self.queues.slots[t].as_mut().expect("a queue in the slot");
+            ts.targeted = true;
+            ts.waiting = None;
+        }
+        self.queues.slots[q] = Some(QSlot { rec, pool_gen, shut, max_threads, width, waiting: Some(0), owned: Vec::new(), target, targeted: false });
     }
 
     /// One to three jobs (plain, blocking briefly, calling their queue from inside), through
@@ -560,10 +597,11 @@ impl Driver {
         let (st, qt) = (self.st_static(), self.tasks());
         let id = st.new_id()?;
         let i = id as usize;
+        let target_width = self.target_width(q);
         let slot = self.queues.slots[q].as_mut().expect("a queue in the slot");
         let rec = &*slot.rec;
-        // No limit only where a place surely frees: a live pool and a width.
-        let timeout = timeout.map(|t| if t < 0 && (slot.shut || slot.width == 0) { 100_000 } else { t });
+        // No limit only where a place surely frees: a live pool and a width (the target's too).
+        let timeout = timeout.map(|t| if t < 0 && (slot.shut || slot.width == 0 || target_width == 0) { 100_000 } else { t });
         let quiet = slot.quiet();
         let mut sync = rec.sync.lock().unwrap();
         let seq = sync.next_seq;
@@ -581,9 +619,12 @@ impl Driver {
         };
         qtrace!("queue {}: {what} task {id} (kind {kind}, arg {arg:#x}, timeout {timeout:?}; waiting {:?}): {}", rec.gen, slot.waiting, status_name(rc));
         let invalid = null_cb || null_task;
+        // A queue on a target, its pool shut down: the runner a task needs may wait in the
+        // target's list (a suspended target) instead of being refused.
+        let lenient = slot.target.is_some() && slot.shut;
         let ok = if invalid {
             rc == INVALID
-        } else if let Some(w) = slot.waiting {
+        } else if let Some(w) = slot.waiting.filter(|_| !lenient) {
             let want = if rec.bound != 0 && w >= rec.bound {
                 FULL
             } else if slot.shut && slot.width > 0 {
@@ -709,6 +750,12 @@ impl Driver {
         }
     }
 
+    /// The width of the target of the queue in slot `q` (`usize::MAX` for a queue on a pool).
+    fn target_width(&self, q: usize) -> usize {
+        let t = self.queues.slots[q].as_ref().and_then(|s| s.target);
+        t.map_or(usize::MAX, |t| self.queues.slots[t].as_ref().expect("a target outlives its queues").width)
+    }
+
     /// `pool_queue_set_width`: 0 to `max_threads` (OK; SHUTDOWN where the pool, shut down,
     /// refuses the runners that waiting tasks need), above (INVALID, nothing changed).
     fn op_qwidth(&mut self, q: usize, inp: &mut Input) {
@@ -732,6 +779,9 @@ impl Driver {
             &[INVALID]
         } else if !slot.shut || w == 0 {
             &[OK]
+        } else if slot.target.is_some() {
+            // The runners may wait in the target's list (a suspended target).
+            &[OK, SHUTDOWN]
         } else {
             match slot.waiting {
                 Some(0) => &[OK],
@@ -773,11 +823,16 @@ impl Driver {
     /// `pool_queue_wait` where it returns (a live pool and a width, or nothing waiting); then
     /// the queue is idle: every task accepted so far ran or was cancelled, none runs.
     fn op_qwait(&mut self, q: usize) {
+        let target_width = self.target_width(q);
         let Some(slot) = &self.queues.slots[q] else {
             expect_rc("pool_queue_wait(NULL)", pool_queue_wait(null_mut()), INVALID);
             return;
         };
         if !((!slot.shut && slot.width > 0) || slot.waiting == Some(0)) {
+            return;
+        }
+        // On a target: its runners start only through the target's width, on a live pool.
+        if slot.target.is_some() && (slot.shut || target_width == 0) {
             return;
         }
         let st = self.st_static();
@@ -790,7 +845,8 @@ impl Driver {
             fail!("pool_queue_wait took {:?}", start.elapsed());
         }
         st.check_queue(rec, false, "after pool_queue_wait");
-        slot.waiting = Some(0);
+        let targeted = slot.targeted;
+        slot.waiting = Some(0).filter(|_| !targeted);
         slot.rec.allowed.store(slot.width, Ordering::SeqCst);
     }
 
@@ -835,6 +891,13 @@ impl Driver {
             expect_rc("pool_queue_init(width max_threads + 1)", pool_queue_init(&mut fresh, pool, w, 0, None), INVALID);
             expect_rc("pool_queue_init(width SIZE_MAX)", pool_queue_init(&mut fresh, pool, usize::MAX, 1, None), INVALID);
         }
+        expect_rc("pool_queue_init_target(NULL, NULL)", pool_queue_init_target(null_mut(), null_mut(), 1, 0, None), INVALID);
+        expect_rc("pool_queue_init_target(queue, NULL)", pool_queue_init_target(&mut fresh, null_mut(), 1, 0, None), INVALID);
+        for slot in self.queues.slots.iter().flatten() {
+            let (queue, w) = (slot.rec.queue(), slot.max_threads + 1);
+            expect_rc("pool_queue_init_target(NULL, target)", pool_queue_init_target(null_mut(), queue, 1, 0, None), INVALID);
+            expect_rc("pool_queue_init_target(width max_threads + 1)", pool_queue_init_target(&mut fresh, queue, w, 0, None), INVALID);
+        }
         if fresh.opaque != [7; POOL_QUEUE_WORDS] {
             fail!("a refused pool_queue_init wrote the queue");
         }
@@ -864,6 +927,14 @@ impl Driver {
     /// run (in order) without one; then every accepted task ran or was cancelled exactly
     /// once, and the driver frees its jobs.
     fn qdestroy(&mut self, q: usize) {
+        let children: Vec<usize> = (0..QSLOTS).filter(|&c| self.queues.slots[c].as_ref().is_some_and(|s| s.target == Some(q))).collect();
+        if !children.is_empty() {
+            let queue = self.queues.slots[q].as_ref().expect("a target in the slot").rec.queue();
+            expect_rc("pool_queue_destroy of a target with queues on it", pool_queue_destroy(queue), BUSY);
+            for c in children {
+                self.qdestroy(c);
+            }
+        }
         let Some(slot) = self.queues.slots[q].take() else { return };
         let rec = slot.rec;
         rec.sync.lock().unwrap().destroying = true;
@@ -893,11 +964,17 @@ impl Driver {
     /// and the shutdown ran every pool task); those suspended keep theirs until destroyed.
     pub(crate) fn queues_after_shutdown(&mut self, pool_gen: u32) {
         let st = self.st_static();
-        for slot in self.queues.slots.iter_mut().flatten().filter(|s| s.pool_gen == pool_gen) {
+        let widths: Vec<usize> = (0..QSLOTS).map(|q| self.target_width(q)).collect();
+        for (slot, target_width) in self.queues.slots.iter_mut().zip(widths).filter_map(|(s, w)| s.as_mut().map(|s| (s, w))) {
+            if slot.pool_gen != pool_gen {
+                continue;
+            }
             slot.shut = true;
-            if slot.width > 0 {
+            // A queue on a target ran everything only if the target has a width too.
+            if slot.width > 0 && target_width > 0 {
                 st.check_queue(&slot.rec, false, "after pool_shutdown (a queue with a width)");
-                slot.waiting = Some(0);
+                let targeted = slot.targeted;
+                slot.waiting = Some(0).filter(|_| !targeted);
             }
         }
     }
