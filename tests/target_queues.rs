@@ -197,12 +197,14 @@ fn the_rules_at_the_edges() {
 #[test]
 fn a_drop_takes_back_its_runners_from_the_target() {
     watchdog("recall", 30, || {
-        recall_from_a_suspended_target();
-        recall_on_a_shut_down_pool();
+        recall(false);
+        recall(true);
     });
 }
 
-fn recall_from_a_suspended_target() {
+/// A child of width 1 with 3 tasks on a suspended target (`shut_down`: whose pool then shuts
+/// down and refuses the runner a widening needs), dropped.
+fn recall(shut_down: bool) {
     let pool = pool(2);
     let target = Queue::new(&pool, QueueConfig::new(0)).unwrap();
     let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
@@ -213,27 +215,17 @@ fn recall_from_a_suspended_target() {
         unsafe { child.try_submit(task_of(&jobs, i)).unwrap() };
     }
     assert_eq!(target.stats().waiting, 1, "the child's runner waits on the target");
+    if shut_down {
+        pool.shutdown().unwrap();
+        assert!(target.set_width(1).is_err(), "the shut-down pool refuses the target's runner");
+    }
     drop(child);
     assert_eq!(*probe.started.lock().unwrap(), vec![0, 1, 2], "run by the drop, in order");
+    assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
     let t = target.stats();
     assert_eq!((t.waiting, t.running, t.started), (0, 0, 0), "nothing of the child left on the target");
-    target.set_width(2).unwrap();
-    target.wait().unwrap();
-}
-
-fn recall_on_a_shut_down_pool() {
-    let pool = pool(2);
-    let target = Queue::new(&pool, QueueConfig::new(0)).unwrap();
-    let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
-    let probe = Arc::new(Probe::default());
-    let jobs = jobs(2, &probe, |_| false);
-    for i in 0..2 {
-        // SAFETY: the jobs outlive the child's drop, which runs them.
-        unsafe { child.try_submit(task_of(&jobs, i)).unwrap() };
+    if !shut_down {
+        target.set_width(2).unwrap();
+        target.wait().unwrap();
     }
-    pool.shutdown().unwrap();
-    assert!(target.set_width(1).is_err(), "the shut-down pool refuses the target's runner");
-    drop(child);
-    assert_eq!(*probe.started.lock().unwrap(), vec![0, 1]);
-    assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
 }
