@@ -162,11 +162,21 @@ impl<S: Spawner> Inner<S> {
     /// never start them, and the drop waits for every runner out). A runner the target has
     /// started already is not in its list and ends by itself; one yielding links itself into
     /// the target's list under this queue's lock, so after the drop's closing section it is
-    /// either there already or will find nothing waiting and end.
+    /// either there already or will find nothing waiting and end. At most the runners out and
+    /// not running (read once, after the closing section: none can be added) are looked for,
+    /// so an idle queue's drop does not walk the target's list at all.
     pub(super) fn recall_runners(&self) {
         let Some(target) = self.target() else { return };
+        let mut out = {
+            let st = self.lock();
+            st.adm.runners - st.adm.running
+        };
         for runner in self.runners.iter() {
+            if out == 0 {
+                return;
+            }
             if target.unlink(runner.task(), false) {
+                out -= 1;
                 let waiters = {
                     let mut st = self.lock();
                     // SAFETY: unlinked before it started: the runner is ours again.
