@@ -24,8 +24,9 @@ use crate::scheduler::ThreadPool;
 use crate::sync::{AtomicUsize, Backoff, Locked, Ordering, TryLock};
 use crate::task::{Batch, Callback, Task};
 
-/// Tasks a runner runs in a row before it yields its pool thread (submits itself again).
-pub(super) const BATCH: usize = 32;
+/// Tasks a runner runs in a row before it yields its pool thread (submits itself again). One
+/// under loom, so that its models reach a yield with two tasks.
+pub(super) const BATCH: usize = if cfg!(loom) { 1 } else { 32 };
 
 /// What the lock guards (module invariants).
 pub(super) struct State {

@@ -1,7 +1,8 @@
 //! Loom models of a queue's admission on a whole one-thread pool (`crate::loom::LoomSpawner`):
 //! a finishing task releasing its width slot racing a submit never strands a task and never
 //! runs two at once (also with two threads); a cancel racing the task's start gives exactly one outcome,
-//! also on a queue whose runners are tasks of a target queue.
+//! also on a queue whose runners are tasks of a target queue; and a drop of such a queue racing
+//! its runner's yield to a suspended target returns (under loom a runner's batch is one task).
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
 //! target/loom --lib queues::loom`.
@@ -138,6 +139,37 @@ fn queue_on_a_target_cancel_racing_start() {
         assert_eq!(b.runs.load(Ordering::SeqCst), 1);
         drop(child);
         assert!(!target.has_children());
+        drop(target);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A queue on a target, dropped while its runner may be yielding to the target: the runner
+/// runs the first of two tasks, yields (a batch of one under loom) and links itself into the
+/// target's list, which a narrowing to 0 has suspended, while the drop closes the queue and
+/// takes back the runners it finds there. In every interleaving the drop returns (a runner
+/// linked after the drop looked would never start: a hang, which loom reports), each task
+/// runs once (the second by the runner or by the drop), and nothing of the queue stays on
+/// the target.
+#[test]
+fn drop_racing_a_yield_to_a_suspended_target() {
+    model("queues_drop_racing_a_yield_to_a_suspended_target", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let target = Queue::new(&pool, QueueConfig::new(1)).unwrap();
+        let child = Queue::with_target(&target, QueueConfig::new(1)).unwrap();
+        let (a, b) = (job(active), job(active));
+        // SAFETY: the jobs outlive the child's drop, which runs what is left.
+        unsafe {
+            child.try_submit(task(&a)).unwrap();
+            child.try_submit(task(&b)).unwrap();
+        }
+        target.set_width(0).unwrap();
+        drop(child);
+        assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
+        assert_eq!(target.stats().waiting, 0, "a runner of the dropped queue left on the target");
+        target.set_width(1).unwrap();
+        target.wait().unwrap();
         drop(target);
         pool.shutdown().unwrap();
     });
