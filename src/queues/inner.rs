@@ -181,8 +181,7 @@ impl<S: Spawner> Inner<S> {
                 let waiters = {
                     let mut st = self.lock();
                     // SAFETY: unlinked before it started: the runner is ours again.
-                    unsafe { st.idle.push(runner.task()) };
-                    if st.adm.refused() { st.take_waiters() } else { ptr::null() }
+                    if unsafe { st.take_back(runner.task()) } { st.take_waiters() } else { ptr::null() }
                 };
                 // SAFETY: taken from the chain under the lock, each set once.
                 unsafe { wake(waiters) };
@@ -210,6 +209,17 @@ impl State {
     pub(super) fn new(width: usize, bound: usize) -> Self {
         let adm = Admission::new(width, bound);
         Self { adm, waiting: List::new(), idle: Batch::new(), waiters: ptr::null(), places: ptr::null(), closed: false, started: 0, cancelled: 0, refused: 0, children: 0 }
+    }
+
+    /// A runner back without having run (refused by the pool or the target, or taken back
+    /// from the target's list): idle again and no longer counted. Whether the queue is idle.
+    ///
+    /// # Safety
+    /// `runner` is one of this queue's runners, counted, and submitted nowhere.
+    pub(super) unsafe fn take_back(&mut self, runner: NonNull<Task>) -> bool {
+        // SAFETY: the caller's contract: the runner's task is ours.
+        unsafe { self.idle.push(runner) };
+        self.adm.refused()
     }
 
     pub(super) fn take_waiters(&mut self) -> *const Waiter {

@@ -410,16 +410,15 @@ impl<'a, S: Spawner> Queue<'a, S> {
             st.idle.split_front(n)
         };
         // Each runner on its own: a target queue takes them one at a time.
-        let mut refused = (crate::task::Batch::new(), Ok(()));
+        let (mut back, mut result) = (crate::task::Batch::new(), Ok(()));
         while let Some(runner) = batch.pop() {
             // SAFETY: idle runners' tasks are ours to submit; each stays valid while counted.
             if let Err(e) = unsafe { inner.submit_runner(runner) } {
                 // SAFETY: refused, so still ours.
-                unsafe { refused.0.push(runner) };
-                refused.1 = Err(e);
+                unsafe { back.push(runner) };
+                result = Err(e);
             }
         }
-        let (mut back, result) = refused;
         if back.is_empty() {
             return result;
         }
@@ -428,8 +427,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
             let mut idle = false;
             while let Some(runner) = back.pop() {
                 // SAFETY: the runner came back unsubmitted.
-                unsafe { st.idle.push(runner) };
-                idle = st.adm.refused();
+                idle = unsafe { st.take_back(runner) };
             }
             if idle { st.take_waiters() } else { ptr::null() }
         };

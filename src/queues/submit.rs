@@ -144,8 +144,7 @@ impl<S: Spawner> Inner<S> {
         let (removed, waiters, place) = {
             let mut st = self.lock();
             // SAFETY: the runner came back unsubmitted.
-            unsafe { st.idle.push(runner) };
-            let idle = st.adm.refused();
+            let idle = unsafe { st.take_back(runner) };
             let removed = st.waiting.remove(task);
             st.refused += usize::from(removed);
             let idle = if removed { st.adm.remove(1) } else { idle };
