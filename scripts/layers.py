@@ -23,8 +23,9 @@ How it works:
   4. Rules: [a] no import into a higher layer; [b] no cycle among units; [c] no cycle among the
      files of one unit; [d] lib.rs holds only mod, pub use, extern crate and attributes; [e] no
      file in src/ over 600 lines; [f] no inherent impl of a type defined in another top-level
-     module (except an extensible type, from a higher layer); [map] every file is covered by an
-     entry of the map.
+     module (except an extensible type, from a higher layer); [g] no atomic, UnsafeCell or spin
+     hint taken from core/std/portable_atomic/loom/shuttle outside the `sync` shim (so the loom
+     and shuttle builds see every access); [map] every file is covered by an entry of the map.
 Edges out of lib.rs and `mod` declarations are not dependencies.
 
 Usage: python3 scripts/layers.py [--root DIR] [--edges] [--units] [--self-test]
@@ -1115,6 +1116,19 @@ def shortest_cycle(start, members, succ):
     return [start]
 
 
+# [g] What only `src/sync/` may name: the atomics (so loom and shuttle see every access), the
+# standard UnsafeCell and spin hint, and the crates behind the shim.
+SYNC_ONLY = (("core", "sync", "atomic"), ("std", "sync", "atomic"), ("alloc", "sync", "atomic"),
+             ("core", "cell", "UnsafeCell"), ("std", "cell", "UnsafeCell"), ("core", "hint", "spin_loop"),
+             ("std", "hint", "spin_loop"), ("portable_atomic",), ("loom", "sync"), ("loom", "cell"),
+             ("loom", "hint"), ("shuttle", "sync"), ("shuttle", "hint"))
+
+
+def bypasses_sync(segs):
+    segs = [s for s in segs if s != "::"]
+    return any(tuple(segs[:len(p)]) == p for p in SYNC_ONLY)
+
+
 class Result:
     def __init__(self):
         self.violations = []          # (rule, file, line, message)
@@ -1385,7 +1399,18 @@ def analyze(root):
             res.violations.append(("f", r, line, "inherent impl of `%s` (defined in %s, module `%s`) outside its module%s" % (
                 tname, tf.rel, tf.module.path[0], why)))
 
-    res.violations.sort(key=lambda v: (["map", "a", "b", "c", "d", "e", "f"].index(v[0]), v[1], v[2]))
+    # [g] atomics, cells and spin hints come from the `sync` shim only.
+    for r, f in sorted(crate.files.items()):
+        if f.model or f.module is None or res.unit.get(r, ("sync",))[:1] == ("sync",):
+            continue
+        found = [(imp.segs + ([imp.name] if imp.name and (not imp.segs or imp.segs[-1] != imp.name) else []), imp.line)
+                 for imp in f.uses] + [(segs, line) for _, segs, line, _ in f.paths]
+        for segs, line in sorted(found, key=lambda x: x[1]):
+            if bypasses_sync(segs):
+                res.violations.append(("g", r, line, "`%s` outside the `sync` shim: take it from `crate::sync`"
+                                       % "::".join(segs)))
+
+    res.violations.sort(key=lambda v: (["map", "a", "b", "c", "d", "e", "f", "g"].index(v[0]), v[1], v[2]))
     res.warnings.sort()
     return res
 
@@ -1425,7 +1450,7 @@ def report(res, args, out):
     summary = "layers: %d files, %d edges, %d units" % (nfiles, len(res.edges), len(set(res.unit.values())))
     if res.violations:
         out.write("%s: FAIL (%s), %d warning%s\n" % (summary, ", ".join(
-            "%s: %d" % (r, counts[r]) for r in ["map", "a", "b", "c", "d", "e", "f"] if counts[r]),
+            "%s: %d" % (r, counts[r]) for r in ["map", "a", "b", "c", "d", "e", "f", "g"] if counts[r]),
             len(res.warnings), "" if len(res.warnings) == 1 else "s"))
     else:
         out.write("%s: OK, %d warning%s\n" % (summary, len(res.warnings), "" if len(res.warnings) == 1 else "s"))
@@ -1666,6 +1691,10 @@ def self_test():
                                        "    fn fmt(&self, _f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {\n"
                                        "        Ok(())\n    }\n}\n"},
         [])
+    run("atomic outside sync", {"src/side.rs": BASE["src/side.rs"] +
+                                "static N: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);\n"
+                                "use std::sync::atomic::Ordering;\n"},
+        ["g"], lambda res: "" if len([v for v in res.violations if v[0] == "g"]) == 3 else "not every path caught")
     run("super::super path", {"src/low/slot.rs": BASE["src/low/slot.rs"] +
                               "pub(crate) fn s() -> super::super::error::Error { super::super::error::Error::Full }\n"},
         [], has_edge("src/low/slot.rs", "src/error.rs"))

@@ -17,7 +17,7 @@ use alloc::boxed::Box;
 pub(crate) type Panic = Box<dyn core::any::Any + Send + 'static>;
 
 #[cfg(feature = "std")]
-static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PANICS: crate::sync::Counter = crate::sync::Counter::new();
 
 /// Number of panics caught in closure tasks (process-wide; always 0 without `std`).
 ///
@@ -33,7 +33,7 @@ static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 /// ```
 pub fn panic_count() -> usize {
     #[cfg(feature = "std")]
-    return PANICS.load(std::sync::atomic::Ordering::Relaxed);
+    return PANICS.get();
     #[cfg(not(feature = "std"))]
     0
 }
@@ -53,7 +53,7 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
 pub(crate) fn run_catching<F: FnOnce()>(f: F) {
     if catch(f).is_err() {
         #[cfg(feature = "std")]
-        PANICS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        PANICS.bump_shared();
     }
 }
 

@@ -25,11 +25,11 @@ use core::ffi::{c_int, c_ulonglong, c_void};
 use core::ptr::NonNull;
 use core::time::Duration;
 use std::boxed::Box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fallible::{try_box, TryArc};
 
 use super::config::{reserved_clear, PoolConfig, POOL_RESERVED_WORDS};
 use crate::platform::{Parker, PoolLink, SpawnError, Spawner, ThreadStart};
+use crate::sync::{AtomicUsize, Ordering};
 use crate::{DefaultParker, ThreadSpawner};
 
 /// The function a host thread must run: `entry(arg)`, once, on the new thread.

@@ -57,7 +57,6 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -65,6 +64,7 @@ use std::time::Duration;
 use mio::{Events, Interest, Token};
 
 use crate::io::Driver;
+use crate::sync::{AtomicUsize, Ordering};
 use crate::{Spawner, ThreadPool};
 
 const WAKER_TOKEN: Token = Token(usize::MAX);

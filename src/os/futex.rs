@@ -6,7 +6,7 @@
 //! running thread costs one atomic swap and no syscall.
 
 use core::time::Duration;
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 use linux_futex::{Futex, Private};
 

@@ -26,6 +26,11 @@ type CounterAtomic = core::sync::atomic::AtomicUsize;
 type CounterAtomic = portable_atomic::AtomicUsize;
 
 impl Counter {
+    /// A counter at 0 (usable in a `static`).
+    pub(crate) const fn new() -> Self {
+        Self(CounterAtomic::new(0))
+    }
+
     /// The current value (Relaxed).
     #[inline]
     pub(crate) fn get(&self) -> usize {
