@@ -24,7 +24,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-external test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-clippy test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-external test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -197,11 +197,19 @@ test-bench:
 # The layer check (scripts/layers.py, standard-library Python, under a second): every path between
 # the files of src/ resolved to the file that defines the item and checked against ARCHITECTURE.md's
 # module map (no import into a higher layer, no cycle among modules or among one module's files,
-# lib.rs only mod and pub use, no file over 600 lines, inherent impls in their type's module). The
+# lib.rs only mod and pub use, no file over 600 lines, inherent impls in their type's module, every
+# atomic through the `sync` shim). The
 # self-test first: it plants each kind of violation in small crates and fails unless each is caught.
 # `--edges` / `--units` print what it resolved. First in `make test`: it needs no build.
 test-layers:
 	python3 scripts/layers.py --self-test && python3 scripts/layers.py
+
+# Clippy with every warning an error, on every target with every feature: among its lints
+# (Cargo.toml [lints]) `undocumented_unsafe_blocks`, so an unsafe block without its `// SAFETY:`
+# line fails here, not in review.
+test-clippy:
+	sh scripts/tools.sh clippy
+	$(CARGO) clippy --release --features capi,net --all-targets -- -D warnings
 
 # The API docs: rustdoc with every warning an error (broken links, links to private items),
 # then every doc example (README's Rust examples included) as a test.
@@ -262,7 +270,7 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: test-layers tools check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-external test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
+test: test-layers tools test-clippy check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-external test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test

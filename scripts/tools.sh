@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the tools `make test` needs, or fails naming the one that is missing.
-#   sh scripts/tools.sh all | targets | nightly | miri | fuzz | valgrind | lsan | zig | cmake | pkg-config
+#   sh scripts/tools.sh all | targets | clippy | nightly | miri | fuzz | valgrind | lsan | zig | cmake | pkg-config
 # Each step is a no-op (well under a second) when the tool is already there, so every suite
 # that needs a tool calls its step first (`make tools` runs them all; `make test` depends on it).
 # What it installs, and from where:
 #   rustup targets thumbv7em-none-eabihf thumbv6m-none-eabi riscv32imc-unknown-none-elf (stable)
+#   rustup component clippy (stable)
 #   rustup toolchain nightly with the components miri and rust-src (Miri, TSan's -Zbuild-std)
 #   cargo-fuzz (cargo +nightly install cargo-fuzz --locked; ~1 min to build on 2 cores)
 #   valgrind (apt-get, only when run as root; otherwise install it yourself)
@@ -31,6 +32,13 @@ t_targets() {
             rustup target add "$t" || fail "rust target $t" "rustup target add $t" ;;
         esac
     done
+}
+
+t_clippy() {
+    need rustup || fail "rustup" "install Rust with rustup (https://rustup.rs)"
+    case "$(rustup component list --installed)" in *clippy*) ;; *)
+        rustup component add clippy || fail "clippy" "rustup component add clippy" ;;
+    esac
 }
 
 t_nightly() {
@@ -127,9 +135,10 @@ t_pkg_config() {
 
 cd "$ROOT"
 case ${1:-all} in
-    all) t_targets; t_nightly; t_miri; t_fuzz; t_valgrind; t_lsan; t_zig; t_cmake; t_pkg_config
+    all) t_targets; t_clippy; t_nightly; t_miri; t_fuzz; t_valgrind; t_lsan; t_zig; t_cmake; t_pkg_config
          echo "make tools: everything make test needs is installed" ;;
     targets) t_targets ;;
+    clippy) t_clippy ;;
     nightly) t_nightly ;;
     miri) t_miri ;;
     fuzz) t_fuzz ;;

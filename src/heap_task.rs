@@ -58,14 +58,14 @@ impl<F: FnOnce() + Send> HeapTask<F> {
     /// Boxes `f` as a task (aborts on an allocation failure, as `Box::new`). `Send`: it runs on
     /// whichever thread takes it from a queue.
     #[inline]
-    pub(crate) fn new(f: F) -> Unqueued<F> {
+    pub(crate) fn boxed(f: F) -> Unqueued<F> {
         Self::into_task(Box::new(Self { task: Task::new(Self::run), f: ManuallyDrop::new(f) }))
     }
 
     /// Boxes `f` as a task, or `Err(OutOfMemory)` (dropping `f`) if the allocator fails.
     #[inline]
     #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) fn try_new(f: F) -> Result<Unqueued<F>, Error> {
+    pub(crate) fn try_boxed(f: F) -> Result<Unqueued<F>, Error> {
         Ok(Self::into_task(try_box(Self { task: Task::new(Self::run), f: ManuallyDrop::new(f) })?))
     }
 
@@ -82,7 +82,7 @@ impl<F: FnOnce() + Send> HeapTask<F> {
     /// Takes the closure out and frees the box.
     ///
     /// # Safety
-    /// `task` came from `new` or `try_new` of a `HeapTask<F>`, and this is its one use (its
+    /// `task` came from `boxed` or `try_boxed` of a `HeapTask<F>`, and this is its one use (its
     /// run, or its drop unrun).
     unsafe fn take(task: NonNull<Task>) -> F {
         // SAFETY: the first field of a leaked `Box<HeapTask<F>>` (repr(C)), taken once.
@@ -118,12 +118,12 @@ mod tests {
         }
         let hits = Rc::new(core::cell::Cell::new(0));
         let h = Unsync(hits.clone());
-        let task = HeapTask::new(move || h.inc(1)).task();
+        let task = HeapTask::boxed(move || h.inc(1)).task();
         // SAFETY: a fresh task, run once.
         unsafe { Task::run(task) };
         assert_eq!((hits.get(), Rc::strong_count(&hits)), (1, 1), "ran, and its capture dropped");
         let h = Unsync(hits.clone());
-        let unqueued = HeapTask::try_new(move || h.inc(10)).unwrap();
+        let unqueued = HeapTask::try_boxed(move || h.inc(10)).unwrap();
         // SAFETY: never queued, dropped once.
         unsafe { unqueued.drop_unrun() };
         assert_eq!((hits.get(), Rc::strong_count(&hits)), (1, 1), "not run, and its capture dropped");

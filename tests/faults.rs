@@ -695,7 +695,8 @@ fn drop_after_unwound_shutdown_leaks_instead_of_freeing() {
         let (spawner, dropped, threads) = PanickingJoin::new();
         let pool = pool::BlockingPool::with_spawner(pool::BlockingConfig::default(), spawner).unwrap();
         // SAFETY: the test's one use of the static, and it outlives the (leaked) pool.
-        let task = unsafe { (*(&raw mut BLOCKING_TASK)).insert(pool::BlockingTask::new(blocking_run)) };
+        let slot = unsafe { (&raw mut BLOCKING_TASK).as_mut() }.expect("a static is never null");
+        let task = slot.insert(pool::BlockingTask::new(blocking_run));
         // SAFETY: a live task, submitted once.
         unsafe { pool.submit(std::ptr::NonNull::from(task)) }.unwrap();
         while BLOCKING_RAN.load(Ordering::SeqCst) == 0 {

@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 
 use pool::{Config, CountLatch, ThreadPool};
 
-#[allow(dead_code)]
 mod common;
 use common::{watchdog, watchdog_secs};
 

@@ -47,7 +47,7 @@ pub extern "C" fn pool_submit_fn(
         let Some(func) = func else { return POOL_ERR_INVALID };
         let call = FnCall { func, arg };
         // SAFETY: the task runs once (pool.h's promise for `func(arg)`).
-        let Ok(job) = HeapTask::try_new(move || unsafe { call.call() }) else { return POOL_ERR_NOMEM };
+        let Ok(job) = HeapTask::try_boxed(move || unsafe { call.call() }) else { return POOL_ERR_NOMEM };
         // SAFETY: `pool` is a live pool (pool.h contract); the box lives until its callback runs.
         let result = unsafe { borrow(pool).submit(job.task()) };
         if result.is_err() {

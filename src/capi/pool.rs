@@ -166,7 +166,7 @@ pub extern "C" fn pool_submit_batch(first: *mut CTask) -> c_int {
 ///
 /// # Safety
 /// `pool` came from `pool_create` and was not destroyed.
-pub(super) unsafe fn borrow<'a>(pool: NonNull<Pool>) -> core::mem::ManuallyDrop<CPool> {
+pub(super) unsafe fn borrow(pool: NonNull<Pool>) -> core::mem::ManuallyDrop<CPool> {
     // SAFETY: the caller's contract; ManuallyDrop keeps the borrowed handle from freeing.
     unsafe { CPool::borrow_raw(pool.as_ptr().cast()) }
 }

@@ -46,9 +46,7 @@ mod layout {
 pub(super) fn checked_task(task: *mut CTask) -> Option<NonNull<Task>> {
     let task = NonNull::new(task)?;
     // SAFETY: non-null; the caller promises it points to a `struct task` it owns.
-    if unsafe { task.as_ref() }.callback.is_none() {
-        return None;
-    }
+    unsafe { task.as_ref() }.callback?;
     Some(task.cast())
 }
 

@@ -13,6 +13,7 @@ use crate::scheduler::WorkerContext;
 /// Dropped only by unwinding: the normal path forgets it. It holds the context and the depth
 /// of the unwinding `join`'s frame, whose slot points to the job (every inner `join` popped
 /// its own; task frames forked above it are truncated first).
+#[allow(clippy::type_complexity)] // `job`'s marker: the job's type, not a value of it
 struct SettleOnUnwind<'a, F, R, S: Spawner>
 where
     F: FnOnce(Option<&WorkerContext<S>>) -> R + Send,
@@ -175,7 +176,7 @@ impl<S: Spawner> WorkerContext<S> {
         // SAFETY: promoted, so offered; after the wait, the signal is set; taken once.
         unsafe {
             self.wait_until(job_b.until());
-            job_b.into_result()
+            job_b.take_result()
         }
     }
 

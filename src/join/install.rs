@@ -180,7 +180,7 @@ impl<S: Spawner> ThreadPool<S> {
             // SAFETY: offered by `new`; after the wait the signal is set; taken once.
             Ok(()) => unsafe {
                 self.wait_for(job.signal());
-                job.into_result()
+                job.take_result()
             },
             // SAFETY: refused: not queued, not run.
             Err(_) => unsafe { job.run_inline(None) },

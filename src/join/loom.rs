@@ -63,7 +63,7 @@ fn join_handshake_stolen_vs_taken_back() {
         } else {
             pool.wait_for(job.signal());
             // SAFETY: stolen and run once; its signal is set (the wait above); taken once.
-            unsafe { job.into_result() }
+            unsafe { job.take_result() }
         };
         assert_eq!(result, 7);
         // Relaxed: visible through the signal (or because it ran on this thread).

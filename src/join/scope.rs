@@ -191,7 +191,7 @@ impl<'scope, S: Spawner> Scope<'scope, S> {
     {
         self.latch.add(1);
         let scope = ScopePtr(self);
-        let task = HeapTask::new(move || {
+        let task = HeapTask::boxed(move || {
             // SAFETY: the scope waits for this job's latch unit, released below, so it is alive.
             let scope = unsafe { scope.get() };
             #[cfg(feature = "std")]

@@ -26,7 +26,7 @@ use crate::task::Task;
 /// hands the closure that thread's worker context, if it is a worker of the pool), or inline
 /// by its owner after taking it back (or never queueing it); never both (the queues hand a
 /// task out once). After a queued run the owner consumes the result exactly once
-/// ([`into_result`](Self::into_result) or [`drop_result`](Self::drop_result)); a job that never
+/// ([`take_result`](Self::take_result) or [`drop_result`](Self::drop_result)); a job that never
 /// runs is consumed by [`drop_unrun`](Self::drop_unrun). The frame stays alive until the
 /// completion is set (the callback's last access) or the owner took the job back.
 #[repr(C)]
@@ -146,7 +146,7 @@ where
     ///
     /// # Safety
     /// The job ran from a queue and its signal is set; the result is taken once.
-    pub(crate) unsafe fn into_result(&self) -> R {
+    pub(crate) unsafe fn take_result(&self) -> R {
         // SAFETY: the caller's contract.
         match unsafe { self.done.take() } {
             Some(Ok(r)) => r,
@@ -158,7 +158,7 @@ where
     /// Drops the result (a panic payload too) after the signal is set.
     ///
     /// # Safety
-    /// As [`into_result`](Self::into_result).
+    /// As [`take_result`](Self::take_result).
     pub(crate) unsafe fn drop_result(&self) {
         // SAFETY: the caller's contract.
         drop(unsafe { self.done.take() });

@@ -359,7 +359,7 @@ impl<'a, S: Spawner> Queue<'a, S> {
         if self.inner().cancel.is_some() {
             return Err(Error::InvalidArgument);
         }
-        let job = crate::heap_task::HeapTask::new(move || crate::panic::run_catching(f));
+        let job = crate::heap_task::HeapTask::boxed(move || crate::panic::run_catching(f));
         // SAFETY: the box stays alive until its callback runs (and frees it), or until the
         // queue's drop runs it (no cancel callback).
         let submitted = unsafe { self.try_submit(job.task()) };

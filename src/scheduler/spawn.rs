@@ -25,7 +25,7 @@ impl<S: Spawner> ThreadPool<S> {
     /// # }
     /// ```
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), Error> {
-        let job = HeapTask::new(move || crate::panic::run_catching(f));
+        let job = HeapTask::boxed(move || crate::panic::run_catching(f));
         // SAFETY: the box stays alive until its callback runs (and frees it).
         let submitted = unsafe { self.submit(job.task()) };
         if submitted.is_err() {
