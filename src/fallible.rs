@@ -50,7 +50,7 @@ fn alloc_block(layout: Layout) -> Result<NonNull<u8>, Error> {
 ///
 /// # Safety
 /// As `try_box_in_place`: `init` initialises the whole `T` at the pointer it is given.
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(test)]
 pub(crate) unsafe fn value_in_place<T>(init: unsafe fn(*mut T)) -> T {
     let mut value = core::mem::MaybeUninit::<T>::uninit();
     // SAFETY: a local, aligned and writable; the caller's contract: `init` initialises it.

@@ -150,7 +150,7 @@ impl PoolList {
     }
 
     /// Whether no pool is linked.
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.head.is_null()
     }

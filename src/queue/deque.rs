@@ -75,13 +75,9 @@ impl core::fmt::Debug for JoinDeque {
     }
 }
 
-impl Default for JoinDeque {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl JoinDeque {
+    /// An empty one, as a value (the tests and models; a worker builds its own in place).
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         // SAFETY: `init` writes every field of the value it is given (its contract).
         unsafe { crate::fallible::value_in_place(Self::init) }

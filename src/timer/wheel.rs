@@ -319,7 +319,8 @@ fn run_expired(batch: &mut Expired, shutdown: bool) {
 }
 
 impl Timers {
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// An empty wheel, as a value (the tests and models; a pool builds its own in place).
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         // SAFETY: `init` writes every field of the value it is given (its contract).
         unsafe { crate::fallible::value_in_place(Self::init) }
