@@ -244,36 +244,172 @@ fn suspended_queue_holds_every_task_until_widened() {
     });
 }
 
+/// A task that calls its own queue once it holds `full_at` waiting tasks: `wait`, then a
+/// blocking submit of `child`.
 #[repr(C)]
-struct Waits {
+struct OwnCall {
     task: Task,
-    queue: *const Queue<'static, pool::ThreadSpawner>,
-    result: Mutex<Option<Result<(), Error>>>,
+    queue: *const Queue<'static, ThreadSpawner>,
+    full_at: usize,
+    child: NonNull<Task>,
+    wait: Mutex<Option<Result<(), Error>>>,
+    submit: Mutex<Option<Result<(), Error>>>,
 }
 
-unsafe extern "C" fn wait_inside(task: *mut Task) {
-    // SAFETY: the `task` of a live `Waits`, whose queue outlives its tasks.
-    let w = unsafe { &*container_of!(task, Waits, task) };
+impl OwnCall {
+    fn new(queue: &Queue<'static, ThreadSpawner>, full_at: usize, child: NonNull<Task>) -> Self {
+        Self { task: Task::new(own_call), queue, full_at, child, wait: Mutex::new(None), submit: Mutex::new(None) }
+    }
+    fn task(&self) -> NonNull<Task> {
+        NonNull::from(self).cast()
+    }
+}
+
+unsafe extern "C" fn own_call(task: *mut Task) {
+    // SAFETY: the `task` of a live `OwnCall`, whose queue outlives its tasks.
+    let w = unsafe { &*container_of!(task, OwnCall, task) };
     // SAFETY: as above.
-    let r = unsafe { (*w.queue).wait() };
-    // SAFETY: as above; refused before the task is read or queued.
-    let s = unsafe { (*w.queue).submit_timeout(NonNull::new_unchecked(task), None) };
-    *w.result.lock().unwrap() = Some(r.and(s));
+    let q = unsafe { &*w.queue };
+    eventually("the queue holds its waiting tasks", || q.stats().waiting >= w.full_at);
+    *w.wait.lock().unwrap() = Some(q.wait());
+    // SAFETY: the child is a live job's task, queued nowhere.
+    *w.submit.lock().unwrap() = Some(unsafe { q.submit_timeout(w.child, None) });
 }
 
-/// `wait` and a blocking submit from a task of the queue are refused (they could wait for
-/// themselves), not a deadlock.
+/// From a task of the queue, `wait` is refused (it would wait for itself), and so is a
+/// blocking submit that finds a width-1 queue full: only the caller's own slot could free a
+/// place. With room, the same submit is accepted as from anywhere.
 #[test]
-fn wait_from_a_task_of_the_queue_is_refused() {
-    watchdog("wait inside", 30, || {
+fn waits_from_a_task_of_the_queue_for_itself_are_refused() {
+    watchdog("own task", 30, || {
         let pool: &'static ThreadPool<ThreadSpawner> = Box::leak(Box::new(pool(2)));
-        let queue = Queue::new(pool, QueueConfig::new(2)).unwrap();
-        let mut w = Waits { task: Task::new(wait_inside), queue: &queue, result: Mutex::new(None) };
-        let wp: *mut Waits = &mut w;
-        // SAFETY: `w` outlives the queue's wait below.
-        unsafe { queue.try_submit(NonNull::new_unchecked(&raw mut (*wp).task)).unwrap() };
+        let probe = Arc::new(Probe::default());
+        let jobs = jobs(3, &probe, |_| false);
+        let queue = Queue::new(pool, QueueConfig::new(1).with_bound(1)).unwrap();
+        let own = OwnCall::new(&queue, 1, task_of(&jobs, 1));
+        // SAFETY: `own` and `jobs` outlive the queue's wait below.
+        unsafe { queue.try_submit(own.task()).unwrap() };
+        eventually("the caller runs", || queue.stats().running == 1);
+        // SAFETY: as above.
+        unsafe { queue.try_submit(task_of(&jobs, 0)).unwrap() };
         queue.wait().unwrap();
-        assert_eq!(*w.result.lock().unwrap(), Some(Err(Error::InvalidArgument)));
+        assert_eq!(*own.wait.lock().unwrap(), Some(Err(Error::InvalidArgument)));
+        assert_eq!(*own.submit.lock().unwrap(), Some(Err(Error::InvalidArgument)), "full at width 1");
+        assert_eq!((jobs[0].runs.load(Ordering::SeqCst), jobs[1].runs.load(Ordering::SeqCst)), (1, 0));
+
+        let unbounded = Queue::new(pool, QueueConfig::new(1)).unwrap();
+        let own = OwnCall::new(&unbounded, 0, task_of(&jobs, 2));
+        // SAFETY: as above.
+        unsafe { unbounded.try_submit(own.task()).unwrap() };
+        unbounded.wait().unwrap();
+        assert_eq!(*own.submit.lock().unwrap(), Some(Ok(())), "room: accepted");
+        assert_eq!(jobs[2].runs.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// lz4's reader (`programs/lz4io.c`, `LZ4IO_readAndProcess`): a task that queues a work item
+/// and then the next link of its own chain, both with a blocking submit, on the bounded pool
+/// that runs it. Each link finds the queue full behind the slow work items and waits for the
+/// place another runner frees; every item runs exactly once.
+#[test]
+fn a_task_waits_for_a_place_that_another_runner_frees() {
+    const LINKS: usize = 40;
+    #[repr(C)]
+    struct Link {
+        task: Task,
+        i: usize,
+        chain: *const Chain,
+    }
+    struct Chain {
+        queue: *const Queue<'static, ThreadSpawner>,
+        reads: Vec<Link>,
+        works: Vec<Link>,
+        runs: Vec<AtomicUsize>,
+        found_full: AtomicUsize,
+        errors: Mutex<Vec<Error>>,
+    }
+    unsafe extern "C" fn read(task: *mut Task) {
+        // SAFETY: a `Link` of a live chain, whose queue outlives its tasks.
+        let link = unsafe { &*container_of!(task, Link, task) };
+        // SAFETY: as above.
+        let (c, i) = (unsafe { &*link.chain }, link.i);
+        // SAFETY: as above.
+        let q = unsafe { &*c.queue };
+        let mut next = vec![NonNull::from(&c.works[i]).cast::<Task>()];
+        if i + 1 < LINKS {
+            next.push(NonNull::from(&c.reads[i + 1]).cast());
+        }
+        for t in next {
+            if q.stats().waiting >= 1 {
+                c.found_full.fetch_add(1, Ordering::SeqCst);
+            }
+            // SAFETY: a link of the chain, queued nowhere.
+            if let Err(e) = unsafe { q.submit_timeout(t, None) } {
+                c.errors.lock().unwrap().push(e);
+            }
+        }
+    }
+    unsafe extern "C" fn work(task: *mut Task) {
+        // SAFETY: as in `read`.
+        let link = unsafe { &*container_of!(task, Link, task) };
+        // SAFETY: as above.
+        let c = unsafe { &*link.chain };
+        thread::sleep(Duration::from_micros(300));
+        c.runs[link.i].fetch_add(1, Ordering::SeqCst);
+    }
+    watchdog("lz4 chain", 60, || {
+        for (threads, width) in [(2, 2), (4, 3)] {
+            let pool: &'static ThreadPool<ThreadSpawner> = Box::leak(Box::new(pool(threads)));
+            let queue = Queue::new(pool, QueueConfig::new(width).with_bound(1)).unwrap();
+            let mut chain = Box::new(Chain {
+                queue: &queue,
+                reads: Vec::new(),
+                works: Vec::new(),
+                runs: (0..LINKS).map(|_| AtomicUsize::new(0)).collect(),
+                found_full: AtomicUsize::new(0),
+                errors: Mutex::new(Vec::new()),
+            });
+            let cp: *const Chain = &*chain;
+            chain.reads = (0..LINKS).map(|i| Link { task: Task::new(read), i, chain: cp }).collect();
+            chain.works = (0..LINKS).map(|i| Link { task: Task::new(work), i, chain: cp }).collect();
+            // SAFETY: the chain outlives the queue's wait below.
+            unsafe { queue.submit_timeout(NonNull::from(&chain.reads[0]).cast(), None).unwrap() };
+            queue.wait().unwrap();
+            assert_eq!(*chain.errors.lock().unwrap(), []);
+            assert!(chain.runs.iter().all(|r| r.load(Ordering::SeqCst) == 1), "each work item exactly once");
+            assert!(chain.found_full.load(Ordering::SeqCst) > 0, "the reader never found the queue full: nothing tested");
+            assert_eq!(queue.stats().started, 2 * LINKS);
+        }
+    });
+}
+
+/// A task of the queue waiting for a place that another runner would free is refused as soon
+/// as the queue is narrowed to 1: that runner ends after its task instead of taking the next.
+#[test]
+fn a_narrowing_to_one_ends_an_own_task_waiting_for_a_place() {
+    watchdog("narrowing", 30, || {
+        let pool: &'static ThreadPool<ThreadSpawner> = Box::leak(Box::new(pool(3)));
+        let probe = Arc::new(Probe::default());
+        let jobs = jobs(3, &probe, |i| i == 0);
+        let queue = Queue::new(pool, QueueConfig::new(2).with_bound(1)).unwrap();
+        let own = OwnCall::new(&queue, 1, task_of(&jobs, 2));
+        // SAFETY: `own` and `jobs` outlive the queue's wait below.
+        unsafe { queue.try_submit(task_of(&jobs, 0)).unwrap() };
+        eventually("the blocker runs", || queue.stats().running == 1);
+        // SAFETY: as above.
+        unsafe { queue.try_submit(own.task()).unwrap() };
+        eventually("both run", || queue.stats().running == 2);
+        // SAFETY: as above.
+        unsafe { queue.try_submit(task_of(&jobs, 1)).unwrap() };
+        thread::sleep(Duration::from_millis(30));
+        assert_eq!(*own.submit.lock().unwrap(), None, "it waits: the blocked task's runner will free a place");
+        queue.set_width(1).unwrap();
+        eventually("the waiting submit is refused", || own.submit.lock().unwrap().is_some());
+        assert_eq!(*own.submit.lock().unwrap(), Some(Err(Error::InvalidArgument)));
+        probe.gate.open(1);
+        queue.wait().unwrap();
+        let runs: Vec<usize> = jobs.iter().map(|j| j.runs.load(Ordering::SeqCst)).collect();
+        assert_eq!(runs, [1, 1, 0]);
     });
 }
 

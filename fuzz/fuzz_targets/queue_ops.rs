@@ -26,11 +26,13 @@
 //!   nothing of it can start (width 0 since it was idle, or its pool shut down) and right after
 //!   it was idle; then every submit's status is exact (OK, FULL at the bound, SHUTDOWN on a
 //!   shut-down pool with width > 0). Otherwise a submit is OK, or FULL on a bounded queue.
-//! * *Calls from a task*: a task (on one of the pool's workers) calls `pool_queue_wait`,
-//!   `pool_queue_destroy` and a timed `pool_queue_submit_timeout` on its own queue: each must
-//!   be INVALID, the task untouched. It then submits a child to its own queue (OK, or FULL on
-//!   a bounded one; never SHUTDOWN: a worker's submits are accepted during shutdown) and maybe
-//!   cancels it at once. Tasks make these calls only while `QRec::sync` is free and the queue
+//! * *Calls from a task*: a task (on one of the pool's workers) calls `pool_queue_wait` and
+//!   `pool_queue_destroy` on its own queue: each must be INVALID. It then submits a child to
+//!   its own queue with a 100 µs timeout: OK on an unbounded queue; on a bounded one OK, FULL
+//!   (timed out) or INVALID (full, and only its own slot could free a place), the task
+//!   untouched unless OK. A child not queued so gets one more plain submit (OK, or FULL on a
+//!   bounded queue; never SHUTDOWN: a worker's submits are accepted during shutdown). The
+//!   task maybe cancels the child at once. Tasks make these calls only while `QRec::sync` is free and the queue
 //!   is not being destroyed (`pool_queue_destroy` must not race other calls), so the driver
 //!   never waits for a task that waits for it.
 //! * *Target queues*: a queue on a target (`QSlot::target`) is checked as any queue (its
@@ -342,9 +344,9 @@ unsafe extern "C" fn qjob_cancel(task: *mut CTask) {
     }
 }
 
-/// A task's calls to its own queue (module docs). `arg`'s bits: 1 a blocking child, 4 the
-/// refused timed submit waits for ever (else 100 µs), 8 the child goes through a zero
-/// timeout, 16 the child is cancelled at once.
+/// A task's calls to its own queue (module docs). `arg`'s bits: 1 a blocking child, 8 the
+/// child's second try (after a timed one that did not queue it) goes through a zero timeout,
+/// 16 the child is cancelled at once.
 fn nested(rec: &QRec, arg: u8) {
     if pool_current_worker(rec.pool).is_null() {
         // Run on the thread of a pool's shutdown (no worker ever took it): a task of the
@@ -367,17 +369,23 @@ fn nested(rec: &QRec, arg: u8) {
     let t = qtask_of(child);
     st.owner[i].store(rec.gen, Ordering::Relaxed);
     qt.seq[i].store(sync.next_seq, Ordering::Relaxed);
-    let timeout = if arg & 4 == 0 { 100_000 } else { -1 };
-    let rc = pool_queue_submit_timeout(q, t, timeout);
-    expect_rc(&format!("pool_queue_submit_timeout({timeout} ns) from a task of the queue"), rc, INVALID);
-    // SAFETY: refused: still ours.
-    if unsafe { (*child).task.next } != unlinked() {
-        fail!("pool_queue_submit_timeout refused a task but wrote it");
-    }
-    let (what, rc) = if arg & 8 == 0 {
-        ("pool_queue_submit", pool_queue_submit(q, t))
-    } else {
-        ("pool_queue_submit_timeout(0)", pool_queue_submit_timeout(q, t, 0))
+    // A timed submit from a task of the queue: queued (always, with room: an unbounded queue),
+    // or, full, refused when only this task's slot could free a place, else waited for.
+    let rc = pool_queue_submit_timeout(q, t, 100_000);
+    let (what, rc) = match rc {
+        OK => ("pool_queue_submit_timeout(100 µs)", OK),
+        FULL | INVALID if rec.bound != 0 => {
+            // SAFETY: not queued: still ours.
+            if unsafe { (*child).task.next } != unlinked() {
+                fail!("pool_queue_submit_timeout from a task returned {} but wrote the task", status_name(rc));
+            }
+            if arg & 8 == 0 {
+                ("pool_queue_submit", pool_queue_submit(q, t))
+            } else {
+                ("pool_queue_submit_timeout(0)", pool_queue_submit_timeout(q, t, 0))
+            }
+        }
+        rc => fail!("pool_queue_submit_timeout from a task of an unbounded queue returned {} ({rc})", status_name(rc)),
     };
     match rc {
         OK => {

@@ -129,8 +129,12 @@ pub extern "C" fn pool_queue_submit(queue: *mut PoolQueue, task: *mut CTask) -> 
 
 /// As `pool_queue_submit`, waiting while the queue is full until a place frees or
 /// `timeout_ns` nanoseconds pass (negative: no limit; 0: do not wait): POOL_ERR_FULL then.
-/// On one of the pool's threads it runs other work while it waits. POOL_ERR_INVALID from a
-/// task of this queue (it could wait for itself).
+/// On one of the pool's threads it runs other work while it waits. From a task of this queue
+/// (or of a queue on it) it waits only while another of the queue's tasks can free a place
+/// (the width is at least 2 and another of its runners is out): lz4's reader, a task that
+/// queues the next chunk in its own pool, works as on lz4's pool. POOL_ERR_INVALID instead
+/// when the caller's own slot is the only one that could free a place (width 1, a queue on a
+/// target, or a narrowing below 2 while it waits): it would wait for itself.
 #[no_mangle]
 pub extern "C" fn pool_queue_submit_timeout(queue: *mut PoolQueue, task: *mut CTask, timeout_ns: i64) -> c_int {
     boundary(|| {

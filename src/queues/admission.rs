@@ -46,6 +46,14 @@ impl Admission {
         Self { waiting: 0, running: 0, runners: 0, width, bound }
     }
 
+    /// Whether a task of this queue, running in one of its runners, may wait for a place in
+    /// it: another runner is out and the width lets it take the next task once its own has
+    /// ended (a place frees then). When only the caller's runner could free one, it would
+    /// wait for itself.
+    pub(super) fn others_free_places(&self) -> bool {
+        self.runners > 1 && self.width > 1
+    }
+
     /// Nothing waits and no runner is out: waits return, and the queue may be freed.
     pub(super) fn is_idle(&self) -> bool {
         self.waiting == 0 && self.runners == 0
@@ -222,6 +230,26 @@ mod tests {
         assert_eq!((a.running, a.runners), (1, 1));
         assert_eq!(a.take(true, true), Step::Run, "below the width again: the next starts");
         assert_eq!(a.set_width(3), 1, "widening starts a waiting task at once");
+    }
+
+    /// A full queue's own task may wait for a place only while another runner can take the
+    /// next task: at width 1 (or with its runner the only one out) it would wait for itself.
+    #[test]
+    fn a_place_frees_for_an_own_task_only_through_another_runner() {
+        let mut a = Admission::new(2, 1);
+        assert_eq!(a.submit(), Ok(true));
+        assert_eq!(a.take(false, true), Step::Run);
+        assert!(!a.others_free_places(), "one runner out: the caller's");
+        assert_eq!(a.submit(), Ok(true));
+        assert!(a.others_free_places(), "a second runner will take the next task");
+        assert_eq!(a.take(false, true), Step::Run);
+        assert_eq!(a.submit(), Ok(false));
+        assert_eq!(a.submit(), Err(()), "full");
+        assert!(a.others_free_places());
+        assert_eq!(a.take(true, true), Step::Run, "the other's task ends: it takes the waiting one");
+        assert_eq!(a.waiting, 0, "a place freed");
+        a.set_width(1);
+        assert!(!a.others_free_places(), "narrowed to 1: nothing else may start");
     }
 
     #[test]

@@ -233,6 +233,12 @@ impl State {
         self.places = place;
     }
 
+    /// The whole place-waiter chain, for [`wake`] (a narrowing to width 1 has them check again
+    /// whether a place can still free: `Queue::submit_timeout`).
+    pub(super) fn take_places(&mut self) -> *const Waiter {
+        core::mem::replace(&mut self.places, ptr::null())
+    }
+
     /// One place-waiter, taken off the chain (a chain of one for [`wake`]), or null.
     pub(super) fn take_place(&mut self) -> *const Waiter {
         let head = self.places;

@@ -404,11 +404,15 @@ impl<'a, S: Spawner> Queue<'a, S> {
         if inner.inherited() {
             return Err(Error::Forked);
         }
-        let mut batch = {
+        let (mut batch, places) = {
             let mut st = inner.lock();
             let n = st.adm.set_width(width);
-            st.idle.split_front(n)
+            // Below 2, a task of this queue waiting for a place in it would wait for itself.
+            let places = if width < 2 { st.take_places() } else { ptr::null() };
+            (st.idle.split_front(n), places)
         };
+        // SAFETY: taken from the chain under the lock, each set once.
+        unsafe { wake(places) };
         // Each runner on its own: a target queue takes them one at a time.
         let (mut back, mut result) = (crate::task::Batch::new(), Ok(()));
         while let Some(runner) = batch.pop() {

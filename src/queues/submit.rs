@@ -7,6 +7,14 @@
 //! lock and sets its signal after the unlock. A submitter whose deadline passes unlinks its
 //! node under the lock; if a waker took it first, it waits for that set (the node must live
 //! until then) and tries once more.
+//!
+//! A task of the queue (or of a queue on it) may wait for a place in it, as it may in the
+//! FIFO pools programs replace with a queue (lz4 reads its next chunk from a task of the pool
+//! it submits to): only while another runner can take the next task once its own ends, which
+//! frees a place ([`Admission::others_free_places`](super::admission::Admission)). Otherwise,
+//! and for a queue on a target (its runners wait for the target's slots, which the caller may
+//! hold), it would wait for itself: refused. A narrowing below 2 wakes the place-waiters so
+//! they check again.
 
 use core::ptr::{self, NonNull};
 use core::time::Duration;
@@ -42,11 +50,19 @@ impl<S: Spawner> Queue<'_, S> {
     /// limit; zero: as [`try_submit`](Self::try_submit)). On one of the pool's workers it waits
     /// through the pool's waiting loop (runs other work meanwhile); elsewhere it parks.
     ///
+    /// From a task of this queue (or of a queue on it) it waits only while another of the
+    /// queue's runners can free a place: the width is at least 2 and another runner is out,
+    /// so one of the other running tasks ending starts the next waiting task. Such tasks that
+    /// all wait for places in their own queue wait for each other, as in any bounded pool.
+    ///
     /// # Errors
     /// As [`try_submit`](Self::try_submit), [`Error::Full`] once the timeout passed;
-    /// [`Error::InvalidArgument`] from a task of this queue (it could wait for itself), or for
-    /// a finite non-zero timeout on a platform without a clock (`Spawner::now_ns`);
-    /// [`Error::Forked`] in a child that inherited the pool through `fork()`.
+    /// [`Error::InvalidArgument`] from a task of this queue (or of a queue on it) that finds
+    /// it full when nothing but its own runner could free a place (width 1, no other runner
+    /// out, or a queue on a target: it would wait for itself), also after a narrowing below 2
+    /// while it waits; for a finite non-zero timeout on a platform without a clock
+    /// (`Spawner::now_ns`); [`Error::Forked`] in a child that inherited the pool through
+    /// `fork()`. On error the task was not queued.
     ///
     /// # Safety
     /// As [`try_submit`](Self::try_submit).
@@ -56,9 +72,7 @@ impl<S: Spawner> Queue<'_, S> {
             // SAFETY: forwarded contract.
             return unsafe { self.try_submit(task) };
         }
-        if inner.on_own_task() {
-            return Err(Error::InvalidArgument);
-        }
+        let own = inner.on_own_task();
         let spawner = inner.pool().spawner();
         let deadline = match timeout {
             None => None,
@@ -73,6 +87,14 @@ impl<S: Spawner> Queue<'_, S> {
             match unsafe { inner.admit(task, Some(&place)) } {
                 Err(Error::Full) => {}
                 done => return done,
+            }
+            if own {
+                let mut st = inner.lock();
+                let may_wait = inner.target().is_none() && st.adm.others_free_places();
+                // Still linked: no place freed since `admit`, and none can but through us.
+                if !may_wait && st.unlink_place(&place) {
+                    return Err(Error::InvalidArgument);
+                }
             }
             if inner.pool().wait_until(Until { signal: &place.signal, thief: None, deadline }) {
                 continue;
