@@ -111,11 +111,14 @@ test-c-frees: $(BUILD)/lifecycle tool-valgrind
 # Programs nobody here wrote, on this library, their thread pools replaced by queues
 # (c_tests/external/): zstd, checked by its own pool test (also under valgrind) and against the
 # same sources built with zstd's pool (byte-identical multi-threaded output, round trips,
-# dictionary training); libuv, checked by its whole test suite (thread pool work and cancel,
-# fs, DNS, fork) against libuv built with its own pool. Fetches their sources from Debian's
-# archive once (SHA-256 checked) into target/external/; ~2 min.
+# dictionary training); lz4, checked against the same sources built with lz4's pool
+# (byte-identical multi-threaded output, round trips) and by its own test scripts; libuv,
+# checked by its whole test suite (thread pool work and cancel, fs, DNS, fork) against libuv
+# built with its own pool. Fetches their sources from Debian's archive once (SHA-256 checked)
+# into target/external/; ~2 min.
 test-external: $(LIB) tool-valgrind tool-cmake
 	CC="$(CC)" sh scripts/external-zstd.sh $(LIB)
+	CC="$(CC)" sh scripts/external-lz4.sh $(LIB)
 	CC="$(CC)" CMAKE="$$(sh scripts/tools.sh cmake-path)" sh scripts/external-libuv.sh $(LIB)
 
 # The exhaustive model of the waking protocol (`every_reachable_state`, ~60 s) runs once: it
