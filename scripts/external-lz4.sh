@@ -11,7 +11,8 @@
 #      on its own bounded pool and waits there while it is full, compression jobs, and a
 #      one-thread writer pool that must run its jobs in the order queued) at several levels,
 #      block sizes, linked blocks and the legacy format must give the same bytes with either
-#      pool, and decompress (a one-thread reader pool and writer pool) to the input;
+#      pool, and decompress (a one-thread reader pool and writer pool) to the input; one
+#      compression and its decompression under valgrind: no error, every block freed;
 #   2. lz4's own test scripts (tests/test-lz4-*.sh: basic, multiple files, legacy, frame
 #      concatenation, skippable frames, sparse files, content size, dictionaries, the optimal
 #      parser, test mode) with the shim's lz4 first in PATH, at LZ4_NBWORKERS=4 (on 2 cores
@@ -67,6 +68,18 @@ done
 timeout 120 "$OUT/bin-pool/lz4" -q -T4 -B4 < "$OUT/in.bin" | timeout 120 "$OUT/bin-pool/lz4" -q -d | cmp -s - "$OUT/in.bin" \
     || fail "lz4 -T4 through pipes: round trip differs"
 echo "lz4 -T4 through pipes: round trip ok"
+# Under valgrind: no error, and every block the shim and the library allocated freed.
+head -c 3000000 "$OUT/in.bin" > "$OUT/small.bin"
+for args in "-T4 -1 -B4" "-d"; do
+    input=$OUT/small.bin; [ "$args" = "-d" ] && input=$OUT/small.lz4
+    # shellcheck disable=SC2086
+    timeout 300 valgrind -q --fair-sched=yes --error-exitcode=1 --leak-check=full --show-leak-kinds=all \
+        --errors-for-leak-kinds=all "$OUT/bin-pool/lz4" -q -f $args "$input" "$OUT/small.out" > "$OUT/valgrind.log" 2>&1 \
+        || { cat "$OUT/valgrind.log"; fail "lz4 $args under valgrind"; }
+    [ "$args" = "-d" ] || mv "$OUT/small.out" "$OUT/small.lz4"
+done
+cmp -s "$OUT/small.out" "$OUT/small.bin" || fail "the round trip under valgrind differs"
+echo "lz4 -T4 and lz4 -d under valgrind: no error, every block freed"
 
 echo "== lz4's own test scripts on the shim (LZ4_NBWORKERS=4)"
 mkdir -p "$OUT/scripts"

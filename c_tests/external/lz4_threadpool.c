@@ -12,9 +12,10 @@
  *   - TPool_submitJob blocks while `queueSize` jobs wait: pool_queue_submit_timeout with no
  *     limit, woken by a freed place. lz4 calls it from the pool's own jobs too: its reader
  *     (LZ4IO_readAndProcess) queues a compression job and then the next read on the pool that
- *     runs it, and waits there while the queue is full. From a task of the queue the submit
- *     waits while another of its runners can free a place (pool.h), which is what lz4 relies
- *     on; with one thread its chain never fills the queue, so it never has to wait;
+ *     runs it. A queue accepts that from its own task as from anywhere, and, full, waits while
+ *     another of its runners can free a place (pool.h), as lz4's pool would. In practice each
+ *     read starts only after the compression job queued before it, so lz4's chain keeps two
+ *     or three jobs queued and does not fill the queue;
  *   - at most nbThreads jobs run at once, started in the order submitted: the queue's width
  *     and FIFO start. The writer pools (TPool_create(1, n)) rely on it: blocks are written in
  *     the order their jobs were queued;
