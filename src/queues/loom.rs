@@ -2,7 +2,9 @@
 //! a finishing task releasing its width slot racing a submit never strands a task and never
 //! runs two at once (also with two threads); a cancel racing the task's start gives exactly one outcome,
 //! also on a queue whose runners are tasks of a target queue; and a drop of such a queue racing
-//! its runner's yield to a suspended target returns (under loom a runner's batch is one task).
+//! its runner's yield to a suspended target returns (under loom a runner's batch is one task);
+//! a task's blocking submit to its own full serial queue is refused, not a wait for itself,
+//! while an outside submit waits for a place the runner frees.
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
 //! target/loom --lib queues::loom`.
@@ -171,6 +173,73 @@ fn drop_racing_a_yield_to_a_suspended_target() {
         target.set_width(1).unwrap();
         target.wait().unwrap();
         drop(target);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A job that submits `child` to its own queue with a blocking submit when it runs, and
+/// keeps the answer (1: queued, 2: refused as a wait for itself).
+#[repr(C)]
+struct Own {
+    task: Task,
+    queue: *const (),
+    child: NonNull<Task>,
+    answer: AtomicUsize,
+    runs: AtomicUsize,
+    active: &'static AtomicUsize,
+}
+
+unsafe extern "C" fn run_own(task: *mut Task) {
+    // SAFETY: every task with this callback is the `task` of a live `Own`.
+    let own = unsafe { &*container_of!(task, Own, task) };
+    assert_eq!(own.active.fetch_add(1, Ordering::SeqCst), 0, "two tasks of a serial queue at once");
+    // SAFETY: the model's queue, alive while its tasks run (its type with the lifetime erased).
+    let queue = unsafe { &*own.queue.cast::<Queue<'static, LoomSpawner>>() };
+    // SAFETY: the child is a live job's task, queued nowhere.
+    let answer = match unsafe { queue.submit_timeout(own.child, None) } {
+        Ok(()) => 1,
+        Err(Error::InvalidArgument) => 2,
+        Err(e) => panic!("{e:?}"),
+    };
+    own.answer.store(answer, Ordering::SeqCst);
+    own.runs.fetch_add(1, Ordering::SeqCst);
+    own.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A serial queue bounded at one waiting task: its task submits a child with a blocking
+/// submit while the main thread's blocking submit may be waiting for a place (woken by the
+/// runner taking a task). With room the child is queued; finding the queue full, the task is
+/// refused at once (only its own slot could free a place), with its place node unlinked. In
+/// every interleaving each queued task runs once, one at a time, and every wait returns.
+#[test]
+fn own_task_submit_racing_a_waiting_submit() {
+    model("queues_own_task_submit_racing_a_waiting_submit", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(1)).unwrap();
+        let (child, outside) = (job(active), job(active));
+        let own = Box::new(Own {
+            task: Task::new(run_own),
+            queue: (&raw const queue).cast(),
+            child: task(&child),
+            answer: AtomicUsize::new(0),
+            runs: AtomicUsize::new(0),
+            active,
+        });
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe {
+            queue.try_submit(NonNull::from(&*own).cast()).unwrap();
+            queue.submit_timeout(task(&outside), None).unwrap();
+        }
+        queue.wait().unwrap();
+        let expected_child_runs = match own.answer.load(Ordering::SeqCst) {
+            1 => 1,
+            2 => 0,
+            a => panic!("the task's submit answered {a}"),
+        };
+        assert_eq!(child.runs.load(Ordering::SeqCst), expected_child_runs);
+        assert_eq!((own.runs.load(Ordering::SeqCst), outside.runs.load(Ordering::SeqCst)), (1, 1));
+        drop(queue);
         pool.shutdown().unwrap();
     });
 }
