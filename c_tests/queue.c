@@ -19,7 +19,12 @@
  *      and a bounded target give POOL_ERR_INVALID; 4 blockers fill the width-4 target, then
  *      4 quick tasks of the width-2 queue on it stay waiting (none starts beside the
  *      blockers) and are cancelled and freed at once; the target's destroy is POOL_ERR_BUSY
- *      while the queue on it exists.
+ *      while the queue on it exists;
+ *   7. tasks that submit to their own queue with a blocking submit: lz4's reader chain (a
+ *      link queues a slow work item, then the next link) on a width-2 queue bounded at one
+ *      waiting task, every submit OK and every item run once; and, from a task of a full
+ *      width-1 queue, POOL_ERR_INVALID at once (only its own slot could free a place) with
+ *      the child untouched.
  *
  * A 60 s watchdog turns a hang into exit status 2.
  */
@@ -85,6 +90,59 @@ static void job_cancel(struct task *task)
 {
     (void)task;
     atomic_fetch_add(&handed_back, 1);
+}
+
+/* Part 7: lz4's reader chain on its own queue. */
+#define LINKS 50
+struct link {
+    struct task task;
+    int i;
+};
+static struct pool_queue chain_q;
+static struct link reads[LINKS];
+static struct job works[LINKS];
+static atomic_int chain_errors;
+
+static void work_run(struct task *task)
+{
+    struct job *job = container_of(task, struct job, task);
+    sleep_us(200);
+    atomic_fetch_add(&job->runs, 1);
+}
+
+static void read_run(struct task *task)
+{
+    struct link *l = container_of(task, struct link, task);
+    if (pool_queue_submit_timeout(&chain_q, &works[l->i].task, -1) != POOL_OK)
+        atomic_fetch_add(&chain_errors, 1);
+    if (l->i + 1 < LINKS && pool_queue_submit_timeout(&chain_q, &reads[l->i + 1].task, -1) != POOL_OK)
+        atomic_fetch_add(&chain_errors, 1);
+}
+
+/* Part 7: a task of a full width-1 queue submitting to it. */
+struct own {
+    struct task task;
+    struct pool_queue *queue;
+    struct job child;
+    int rc;
+};
+
+static void own_run(struct task *task)
+{
+    struct own *o = container_of(task, struct own, task);
+    struct pool_queue_stats st;
+    do {
+        pool_queue_stats(o->queue, &st);
+        sleep_us(100);
+    } while (st.waiting < 1); /* the main thread queues one; the watchdog bounds the wait */
+    o->rc = pool_queue_submit_timeout(o->queue, &o->child.task, -1);
+}
+
+static int queue_running_is_one(void *ctx)
+{
+    struct pool_queue_stats st;
+    pool_queue_stats(ctx, &st);
+    return st.running == 1;
 }
 
 static int started_is(void *ctx)
@@ -255,6 +313,36 @@ int main(void)
     CHECK_EQ(atomic_load(&started), 4, "no cancelled task ran");
     CHECK_STATUS(pool_queue_destroy(&slow), POOL_OK, "destroy the queue on the target");
     CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy the target after it");
+
+    /* 7. tasks that submit to their own queue */
+    CHECK_STATUS(pool_queue_init(&chain_q, pool, 2, 1, NULL), POOL_OK, "init width 2, bound 1");
+    for (int i = 0; i < LINKS; i++) {
+        reads[i] = (struct link){ .task = { .callback = read_run }, .i = i };
+        works[i] = (struct job){ .task = { .callback = work_run }, .n = -1 };
+    }
+    CHECK_STATUS(pool_queue_submit(&chain_q, &reads[0].task), POOL_OK, "submit the chain's first link");
+    CHECK_STATUS(pool_queue_wait(&chain_q), POOL_OK, "wait for the chain");
+    CHECK_EQ(atomic_load(&chain_errors), 0, "a link's blocking submit to its own queue failed");
+    int ran_once = 0;
+    for (int i = 0; i < LINKS; i++)
+        ran_once += atomic_load(&works[i].runs) == 1;
+    CHECK_EQ(ran_once, LINKS, "every work item of the chain ran once");
+    struct pool_queue_stats st;
+    CHECK_STATUS(pool_queue_stats(&chain_q, &st), POOL_OK, "stats of the chain's queue");
+    CHECK_EQ((int)st.started, 2 * LINKS, "the chain's queue started every link and item");
+    CHECK_STATUS(pool_queue_destroy(&chain_q), POOL_OK, "destroy the chain's queue");
+
+    CHECK_STATUS(pool_queue_init(&q, pool, 1, 1, NULL), POOL_OK, "init width 1, bound 1");
+    struct own o = { .task = { .callback = own_run }, .queue = &q, .child = { .task = { .callback = job_run }, .n = -1 } };
+    struct job behind = { .task = { .callback = job_run }, .n = -1 };
+    CHECK_STATUS(pool_queue_submit(&q, &o.task), POOL_OK, "submit the task that submits to its own queue");
+    wait_until(queue_running_is_one, &q, NULL, "the task runs");
+    CHECK_STATUS(pool_queue_submit(&q, &behind.task), POOL_OK, "fill the queue behind it");
+    CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait");
+    CHECK_STATUS(o.rc, POOL_ERR_INVALID, "blocking submit from a task of a full width-1 queue");
+    CHECK_EQ(atomic_load(&o.child.runs), 0, "the refused child never ran");
+    CHECK_EQ(atomic_load(&behind.runs), 1, "the task behind it ran");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
 
     pool_destroy(pool);
     return test_finish();
