@@ -138,15 +138,16 @@ test-c-asan: $(LIB) $(HEADER)
 	  echo "== asan $$t"; POOL_TEST_SCALE=0.1 ASAN_OPTIONS=detect_leaks=1 ./$$t > $$t.log 2>&1 \
 	  || { cat $$t.log; exit 1; }; tail -n 1 $$t.log; done
 
-# ThreadSanitizer over the Rust stress and fault tests, the timers and I/O tests, and the queues
-# and the live thread count (nightly, std rebuilt instrumented; tests/elastic.rs under it found
+# ThreadSanitizer over the Rust stress and fault tests, the timers and I/O tests, the queues (on
+# the pool and on target queues) and the live thread count (nightly, std rebuilt instrumented; tests/elastic.rs under it found
 # the lost wake-up of VERIFY.md's "one notification shared by several submits").
 TSAN_SCALE ?= 0.05
 test-tsan: tool-nightly
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" POOL_STRESS_SCALE=$(TSAN_SCALE) \
 	  $(CARGO) +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
 	  --release --features net --test stress --test faults --test latch --test context --test runtime \
-	  --test blocking --test timers --test io_driver --test net --test elastic --test queues
+	  --test blocking --test timers --test io_driver --test net --test elastic --test queues \
+	  --test target_queues
 
 # The loom models: a `loom` module beside the code each one checks, compiled only under
 # cfg(all(test, loom)); under --cfg loom the library's other unit tests are compiled out, and the
