@@ -231,9 +231,9 @@ test-miri-doc: tool-miri
 NOSTD_TARGETS := thumbv7em-none-eabihf
 test-nostd: tool-targets
 	@for t in $(NOSTD_TARGETS); do echo "== no_std $$t"; \
-	  $(CARGO) rustc --lib --crate-type rlib --no-default-features --target $$t || exit 1; done
-	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi
-	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf
+	  $(CARGO) rustc --lib --crate-type rlib --no-default-features --target $$t -- -D warnings || exit 1; done
+	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target thumbv6m-none-eabi -- -D warnings
+	$(CARGO) rustc --lib --crate-type rlib --no-default-features --features single-core --target riscv32imc-unknown-none-elf -- -D warnings
 
 # c_tests/cycles.c with POOL_CYCLES create/submit/destroy cycles: the thread count exact after
 # every pool_destroy and the heap in use (mallinfo2) back within a fixed slack; then the same
