@@ -14,13 +14,13 @@ rm -rf "$OUT/src" && mkdir -p "$OUT"
 cp -R "$ROOT/src" "$ROOT/Cargo.toml" "$ROOT/Cargo.lock" "$OUT/"
 # The copy needs no header: no cbindgen (and no build-dependency to compile).
 sed -i 's/^capi = \["std", "dep:cbindgen"\]/capi = ["std"]/' "$OUT/Cargo.toml"
-printf 'fn main() { println!("cargo:rustc-check-cfg=cfg(loom)"); }\n' > "$OUT/build.rs"
+printf '//! The grown copy'"'"'s build script: no header.\nfn main() { println!("cargo:rustc-check-cfg=cfg(loom)"); }\n' > "$OUT/build.rs"
 # A struct's reserved words: POOL_RESERVED_WORDS, or its own count once fields of earlier minor
 # versions took some (POOL_BLOCKING_METRICS_RESERVED_WORDS).
 W='POOL_[A-Z_]*RESERVED_WORDS'
 n=$(grep -l "pub reserved: \[usize; $W\]," "$OUT"/src/capi/*.rs | wc -l)
 # The field: declared before the reserved words, which shrink by one.
-sed -i -e "s|^\( *\)pub reserved: \[usize; \($W\)\],|\1/// The field a later minor version adds.\n\1pub grown: usize,\n\1pub reserved: [usize; \2 - 1],|" \
+sed -i -e "s|^\( *\)pub reserved: \[usize; \($W\)\],|\1/// The field a later minor version adds.\n\1pub grown: usize,\n\1/// The reserved words left.\n\1pub reserved: [usize; \2 - 1],|" \
        -e "s|reserved: \[0; \($W\)\]|grown: 0x6772_6f77, reserved: [0; \1 - 1]|" \
     "$OUT"/src/capi/*.rs
 grown=$(grep -c 'pub grown: usize' "$OUT"/src/capi/*.rs | awk -F: '{ s += $2 } END { print s }')

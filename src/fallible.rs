@@ -193,7 +193,6 @@ impl<T: core::fmt::Debug> core::fmt::Debug for TryArc<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::sync::{AtomicUsize, Ordering};
 
     #[test]
     fn try_box_and_slice_hold_their_values() {
@@ -211,6 +210,7 @@ mod tests {
     #[cfg(feature = "std")]
     #[test]
     fn try_arc_frees_on_the_last_drop() {
+        use crate::sync::{AtomicUsize, Ordering};
         struct Counted<'a>(&'a AtomicUsize);
         impl Drop for Counted<'_> {
             fn drop(&mut self) {
