@@ -57,8 +57,9 @@ fn a_task_behind_the_target_busy_slots_stays_cancellable() {
 
 /// A queue of width 2 on a target of width 3 (pool of 4): its blocking tasks run 2 at a time
 /// and leave the target one slot, in which the target's own blocking task runs; the target's
-/// next task waits until one of the 3 ends. Each queue starts its tasks in order, each task
-/// runs once, and the pool's fourth thread stays free for plain spawns.
+/// next task waits until one of the 3 ends. Each queue starts its tasks in order (released a
+/// permit at a time, so the recorded order is the queue's), each task runs once, and the
+/// pool's fourth thread stays free for plain spawns.
 #[test]
 fn widths_nest() {
     watchdog("nest", 60, || {
@@ -91,8 +92,23 @@ fn widths_nest() {
         })
         .unwrap();
         eventually("a plain spawn runs on the free thread", || free.load(Ordering::SeqCst) == 1);
-        child_probe.gate.open(8);
-        target_probe.gate.open(4);
+        // One permit at a time, each new start awaited before the next: tasks of a queue of
+        // width > 1 released together may record their starts out of the order the queue
+        // started them in (a runner that took the older one can be descheduled before its
+        // callback records it), so the order checked below is made observable this way.
+        let started = |p: &Probe| p.started.lock().unwrap().len();
+        for k in 3..=8 {
+            child_probe.gate.open(1);
+            eventually("a child task ends and the next starts in its place", || started(&child_probe) == k);
+        }
+        for k in 2..=3 {
+            // A child runner finds nothing left and ends: its target slot takes the next target task.
+            child_probe.gate.open(1);
+            eventually("the target starts its next task in a freed slot", || started(&target_probe) == k);
+        }
+        target_probe.gate.open(1);
+        eventually("the target's last task starts", || started(&target_probe) == 4);
+        target_probe.gate.open(3);
         child.wait().unwrap();
         target.wait().unwrap();
         assert_eq!(child_probe.max.load(Ordering::SeqCst), 2, "the child's width");
