@@ -211,9 +211,10 @@ impl<'a, S: Spawner> Queue<'a, S> {
     /// waits for those runners); a drop of this queue takes back its runners still waiting on
     /// `target` (which a suspended `target` would not start) and waits only for the ones
     /// running, then hands back or runs its waiting tasks as usual. `target` cannot be dropped
-    /// before this queue (the borrow; a C destroy is refused with `POOL_ERR_BUSY`). A wait,
-    /// blocking submit or drop of this queue from a task of `target` is refused like one from
-    /// this queue's own tasks (it could wait for the slot it holds).
+    /// before this queue (the borrow; a C destroy is refused with `POOL_ERR_BUSY`). A wait or
+    /// drop of this queue from a task of `target` is refused like one from this queue's own
+    /// tasks, and so is a blocking submit from there that finds this queue full (it could wait
+    /// for the slot it holds); with room it is accepted.
     ///
     /// ```
     /// # #[cfg(feature = "std")] {
