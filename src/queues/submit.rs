@@ -84,17 +84,9 @@ impl<S: Spawner> Queue<'_, S> {
         loop {
             let place = Waiter::new();
             // SAFETY: forwarded contract; `place` outlives its registration (below).
-            match unsafe { inner.admit(task, Some(&place)) } {
+            match unsafe { inner.admit(task, Some(Place { waiter: &place, own_task: own })) } {
                 Err(Error::Full) => {}
                 done => return done,
-            }
-            if own {
-                let mut st = inner.lock();
-                let may_wait = inner.target().is_none() && st.adm.others_free_places();
-                // Still linked: no place freed since `admit`, and none can but through us.
-                if !may_wait && st.unlink_place(&place) {
-                    return Err(Error::InvalidArgument);
-                }
             }
             if inner.pool().wait_until(Until { signal: &place.signal, thief: None, deadline }) {
                 continue;
@@ -114,15 +106,23 @@ impl<S: Spawner> Queue<'_, S> {
     }
 }
 
+/// A blocking submitter's node for the place-waiter chain, and whether the submitter is a task
+/// of the queue (or of a queue on it), which may wait only while another runner can free a
+/// place (module docs).
+pub(super) struct Place<'a> {
+    pub(super) waiter: &'a Waiter,
+    pub(super) own_task: bool,
+}
+
 impl<S: Spawner> Inner<S> {
     /// Admits `task` or, full, registers `place` (if any) in the place-waiter chain; then
     /// submits the runner the task needs, undoing the admission if the pool (or the target
     /// queue) refuses it.
     ///
     /// # Safety
-    /// As [`Queue::try_submit`]; `place` stays valid until its signal is set or it
+    /// As [`Queue::try_submit`]; `place`'s node stays valid until its signal is set or it
     /// is unlinked.
-    pub(super) unsafe fn admit(&self, task: NonNull<Task>, place: Option<&Waiter>) -> Result<(), Error> {
+    pub(super) unsafe fn admit(&self, task: NonNull<Task>, place: Option<Place<'_>>) -> Result<(), Error> {
         if self.inherited() {
             return Err(Error::Forked);
         }
@@ -133,19 +133,23 @@ impl<S: Spawner> Inner<S> {
     }
 
     /// `admit`'s part under this queue's lock (`st`): links `task`, or refuses it (closed,
-    /// or full: then `place` is registered); the idle runner to submit for it, if it needs one
-    /// (counted already).
+    /// or full: then `place` is registered, unless only the submitting task's own slot could
+    /// free one); the idle runner to submit for it, if it needs one (counted already).
     ///
     /// # Safety
     /// As [`admit`](Self::admit); `st` is this queue's state.
-    pub(super) unsafe fn enqueue(&self, st: &mut State, task: NonNull<Task>, place: Option<&Waiter>) -> Result<Option<NonNull<Task>>, Error> {
+    pub(super) unsafe fn enqueue(&self, st: &mut State, task: NonNull<Task>, place: Option<Place<'_>>) -> Result<Option<NonNull<Task>>, Error> {
         if st.closed {
             st.refused += 1;
             return Err(Error::Shutdown);
         }
         let Ok(grew) = st.adm.submit() else {
             match place {
-                Some(place) => st.register_place(place),
+                // A queue on a target waits for the target's slots, which the task may hold.
+                Some(p) if p.own_task && !(self.target().is_none() && st.adm.others_free_places()) => {
+                    return Err(Error::InvalidArgument);
+                }
+                Some(p) => st.register_place(p.waiter),
                 None => st.refused += 1,
             }
             return Err(Error::Full);
