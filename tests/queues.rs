@@ -516,6 +516,59 @@ fn blocking_submit_wakes_on_a_freed_place_and_times_out_otherwise() {
     });
 }
 
+/// A handoff queue (zstd's pool with `queueSize` 0) of width 2: two blocked tasks fill it
+/// though none waits, so a third is refused; a blocking submit of it is woken when a running
+/// task ends (no task starts then, which is what frees a place in a bounded queue), and after
+/// a narrowing to 1, by the widening back to 2; each task runs once, in order.
+#[test]
+fn handoff_queue_accepts_only_what_can_start_at_once() {
+    watchdog("handoff", 30, || {
+        let pool = pool(2);
+        let probe = Arc::new(Probe::default());
+        let jobs = jobs(4, &probe, |i| i < 2);
+        let queue = Queue::new(&pool, QueueConfig::new(2).with_bound(QueueConfig::HANDOFF)).unwrap();
+        for i in 0..2 {
+            // SAFETY: the jobs outlive the queue's wait below.
+            unsafe { queue.try_submit(task_of(&jobs, i)).unwrap() };
+        }
+        eventually("both first tasks block", || probe.active.load(Ordering::SeqCst) == 2);
+        // SAFETY: as above.
+        assert_eq!(unsafe { queue.try_submit(task_of(&jobs, 2)) }, Err(Error::Full));
+        let stats = queue.stats();
+        assert_eq!((stats.bound, stats.waiting, stats.running, stats.refused), (QueueConfig::HANDOFF, 0, 2, 1));
+        let accepted = AtomicUsize::new(0);
+        let blocked_submit = |i: usize| {
+            let task = task_of(&jobs, i).as_ptr() as usize;
+            let (queue, accepted) = (&queue, &accepted);
+            move || {
+                // SAFETY: as above.
+                unsafe { queue.submit_timeout(NonNull::new(task as *mut Task).unwrap(), None).unwrap() };
+                accepted.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        thread::scope(|s| {
+            s.spawn(blocked_submit(2));
+            thread::sleep(Duration::from_millis(20));
+            assert_eq!(accepted.load(Ordering::SeqCst), 0, "accepted while full");
+            probe.gate.open(1); // one blocked task ends: a slot frees, nothing starts
+        });
+        eventually("the third task ran", || jobs[2].runs.load(Ordering::SeqCst) == 1);
+        queue.set_width(1).unwrap();
+        thread::scope(|s| {
+            s.spawn(blocked_submit(3));
+            thread::sleep(Duration::from_millis(20));
+            assert_eq!(accepted.load(Ordering::SeqCst), 1, "accepted while the last blocked task fills width 1");
+            queue.set_width(2).unwrap();
+        });
+        eventually("the fourth task ran beside the blocked one", || jobs[3].runs.load(Ordering::SeqCst) == 1);
+        assert_eq!(probe.active.load(Ordering::SeqCst), 1, "the other first task still blocks");
+        probe.gate.open(1);
+        queue.wait().unwrap();
+        assert!(jobs.iter().all(|j| j.runs.load(Ordering::SeqCst) == 1));
+        assert_eq!(*probe.started.lock().unwrap(), vec![0, 1, 2, 3]);
+    });
+}
+
 /// Width changes (0 to 4) racing submits, cancels and waits on a 4-thread pool: each task
 /// either was cancelled (and never ran) or ran exactly once; nothing is stranded once the
 /// queue is widened again; the width in force is never exceeded by more than the tasks that

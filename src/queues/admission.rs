@@ -11,7 +11,16 @@
 //! * nothing is stranded: `waiting > 0 && width > 0` implies `runners > 0`, and a queue with
 //!   room (`runners < width`) has at least as many idle runners (`runners - running`, pool
 //!   tasks submitted and not yet started) as waiting tasks, up to the room;
-//! * `bound` (0 = none) caps `waiting` on submit: a task refused is counted nowhere.
+//! * `bound` (0 = none) caps `waiting` on submit: a task refused is counted nowhere;
+//! * a handoff queue (`bound` = [`HANDOFF`]) accepts a task only while `waiting + running <
+//!   width`, so an accepted task has a width slot, and an idle runner, to start it at once
+//!   (`runners - running >= waiting`);
+//! * a place frees where a transition leaves the queue not [full](Admission::is_full): a
+//!   task starting (bounded) or ending (handoff), a cancel, a widening (handoff). The queue
+//!   wakes a place-waiter after each such transition.
+
+/// The `bound` of a handoff queue (module docs; `QueueConfig::HANDOFF`).
+pub(super) const HANDOFF: usize = usize::MAX;
 
 /// The counts of one queue (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,7 +33,7 @@ pub(super) struct Admission {
     pub(super) runners: usize,
     /// At most this many tasks start to run at once; 0 = suspended.
     pub(super) width: usize,
-    /// At most this many tasks wait; 0 = unbounded.
+    /// At most this many tasks wait; 0 = unbounded; [`HANDOFF`]: none waits for a slot.
     pub(super) bound: usize,
 }
 
@@ -59,10 +68,20 @@ impl Admission {
         self.waiting == 0 && self.runners == 0
     }
 
-    /// One more task waits: `Err(())` if `bound` tasks wait already (nothing changed), else
-    /// whether the caller must submit one more runner (already counted).
+    /// Whether a submit would be refused for room: `bound` tasks wait, or, in a handoff
+    /// queue, every width slot holds a task (running, or about to start in an idle runner).
+    pub(super) fn is_full(&self) -> bool {
+        match self.bound {
+            0 => false,
+            HANDOFF => self.waiting + self.running >= self.width,
+            bound => self.waiting >= bound,
+        }
+    }
+
+    /// One more task waits: `Err(())` if the queue [is full](Self::is_full) (nothing changed),
+    /// else whether the caller must submit one more runner (already counted).
     pub(super) fn submit(&mut self) -> Result<bool, ()> {
-        if self.bound != 0 && self.waiting >= self.bound {
+        if self.is_full() {
             return Err(());
         }
         self.waiting += 1;
@@ -124,7 +143,7 @@ impl Admission {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{Admission, Step};
+    use super::{Admission, Step, HANDOFF};
     use std::collections::HashSet;
     use std::vec::Vec;
 
@@ -137,7 +156,7 @@ mod tests {
         let room = a.width.saturating_sub(a.runners);
         let idle = a.runners - a.running;
         assert!(room == 0 || idle >= a.waiting, "{a:?}: room, but a waiting task has no runner");
-        assert!(a.bound == 0 || a.waiting <= a.bound, "{a:?}: over the bound");
+        assert!(a.bound == 0 || a.bound == HANDOFF || a.waiting <= a.bound, "{a:?}: over the bound");
     }
 
     /// Every state reachable from an empty queue (each width and bound) through every event,
@@ -147,7 +166,7 @@ mod tests {
     fn every_reachable_state_keeps_the_invariants() {
         let mut seen = HashSet::new();
         let mut todo: Vec<Admission> =
-            (0..=MAX_WIDTH).flat_map(|w| (0..=2).map(move |b| Admission::new(w, b))).collect();
+            (0..=MAX_WIDTH).flat_map(|w| [0, 1, 2, HANDOFF].map(move |b| Admission::new(w, b))).collect();
         while let Some(a) = todo.pop() {
             if !seen.insert(a) {
                 continue;
@@ -160,9 +179,16 @@ mod tests {
                     Ok(grew) => {
                         assert_eq!(b.waiting, a.waiting + 1);
                         assert!(!grew || a.runners < a.width, "{a:?}: a runner beyond the width");
+                        if a.bound == HANDOFF {
+                            assert!(b.waiting + b.running <= b.width, "{a:?}: handed off with no slot");
+                            assert!(b.runners - b.running >= b.waiting, "{a:?}: handed off with no runner to start it");
+                        }
                         next.push(b);
                     }
-                    Err(()) => assert!(a.bound != 0 && a.waiting >= a.bound && b == a, "{a:?}: refused below the bound"),
+                    Err(()) => {
+                        let full = if a.bound == HANDOFF { a.waiting + a.running >= a.width } else { a.bound != 0 && a.waiting >= a.bound };
+                        assert!(full && b == a, "{a:?}: refused with room");
+                    }
                 }
             }
             // An idle runner starts (a pending one, or one that yielded).
@@ -250,6 +276,28 @@ mod tests {
         assert_eq!(a.waiting, 0, "a place freed");
         a.set_width(1);
         assert!(!a.others_free_places(), "narrowed to 1: nothing else may start");
+    }
+
+    /// A handoff queue takes a task only while a slot can start it; a running task ending (not
+    /// a waiting one starting) frees a place, as does a widening.
+    #[test]
+    fn handoff_accepts_only_what_can_start_at_once() {
+        let mut a = Admission::new(2, HANDOFF);
+        assert_eq!(a.submit(), Ok(true));
+        assert_eq!(a.submit(), Ok(true), "a second slot is free");
+        assert_eq!(a.submit(), Err(()), "both slots taken, though neither task started yet");
+        assert_eq!(a.take(false, true), Step::Run);
+        assert!(a.is_full(), "a start frees no place");
+        assert_eq!(a.take(false, true), Step::Run);
+        assert_eq!(a.take(true, true), Step::End { idle: false });
+        assert!(!a.is_full(), "an end frees one");
+        assert_eq!(a.submit(), Ok(true));
+        assert!(a.is_full());
+        a.set_width(3);
+        assert!(!a.is_full(), "a widening frees one");
+        a.set_width(0);
+        assert!(a.is_full(), "suspended: nothing can start");
+        assert!(!Admission::new(1, 1).is_full() && !Admission::new(0, 0).is_full());
     }
 
     #[test]

@@ -341,14 +341,16 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
         // A yield to a target queue: its admission, made under this queue's lock (so a drop's
         // `recall_runners`, after it closed the queue, finds the runner in the target's list).
         let mut yielded = None;
-        let (step, next, waiters) = {
+        let (step, next, waiters, place) = {
             // SAFETY: as above; the guard ends before the queue may be freed.
             let mut st = unsafe { (*queue).lock() };
             let step = st.adm.take(finished, left > 0);
+            // A start frees a place in a bounded queue, an end in a handoff one.
+            let place = if st.adm.is_full() { ptr::null() } else { st.take_place() };
             match step {
                 Step::Run => {
                     st.started += 1;
-                    (step, st.waiting.pop(), st.take_place())
+                    (step, st.waiting.pop(), ptr::null(), place)
                 }
                 Step::Yield => {
                     if let Some(target) = target {
@@ -356,20 +358,24 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
                         // the target (locks nest this queue's, then the target's).
                         yielded = Some(unsafe { target.enqueue(&mut target.lock(), NonNull::new_unchecked(task), None) });
                     }
-                    (step, None, ptr::null())
+                    (step, None, ptr::null(), place)
                 }
                 Step::End { idle } => {
                     // SAFETY: this runner's task is its callback's until handed on: now to
                     // the idle runners (the last access to the queue, under the lock).
                     unsafe { st.idle.push(NonNull::new_unchecked(task)) };
-                    (step, None, if idle { st.take_waiters() } else { ptr::null() })
+                    (step, None, if idle { st.take_waiters() } else { ptr::null() }, place)
                 }
             }
         };
+        // SAFETY: taken from their chains under the lock, each set once; only the waiters'
+        // own nodes are touched (the queue may be gone after an `End`).
+        unsafe {
+            wake(waiters);
+            wake(place);
+        }
         match step {
             Step::Run => {
-                // SAFETY: taken from the place chain under the lock (a place freed), set once.
-                unsafe { wake(waiters) };
                 let next = next.expect("a waiting task behind every Run");
                 // SAFETY: still counted (running): the queue is alive; the slot is ours.
                 let worker = unsafe { &(*runner).worker };
@@ -399,11 +405,7 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
                 finished = false;
                 left = BATCH;
             }
-            Step::End { .. } => {
-                // SAFETY: taken from the chain under the lock, each set once.
-                unsafe { wake(waiters) };
-                return;
-            }
+            Step::End { .. } => return,
         }
     }
 }

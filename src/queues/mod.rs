@@ -82,7 +82,15 @@ impl QueueConfig {
         Self { width, bound: 0, cancel: None }
     }
 
-    /// At most `bound` tasks wait (not counting running ones); 0 = unbounded.
+    /// The `bound` of a handoff queue, which holds no task waiting for a slot (zstd's pool
+    /// with `queueSize` 0, a synchronous hand-off): a task is accepted only while fewer than
+    /// `width` of the queue's tasks are running or accepted and not yet started, so it starts
+    /// as soon as a pool thread takes its runner (at once while the pool has a thread free
+    /// for it). A full one's places free as running tasks end, and as it widens.
+    pub const HANDOFF: usize = admission::HANDOFF;
+
+    /// At most `bound` tasks wait (not counting running ones); 0 = unbounded;
+    /// [`HANDOFF`](Self::HANDOFF): none waits for a width slot.
     pub const fn with_bound(mut self, bound: usize) -> Self {
         self.bound = bound;
         self
@@ -102,7 +110,7 @@ impl QueueConfig {
 pub struct QueueStats {
     /// At most this many tasks run at once (0: suspended).
     pub width: usize,
-    /// At most this many tasks wait (0: unbounded).
+    /// At most this many tasks wait (0: unbounded; [`QueueConfig::HANDOFF`]: a handoff queue).
     pub bound: usize,
     /// Tasks submitted and neither started nor cancelled.
     pub waiting: usize,
@@ -127,7 +135,8 @@ pub struct QueueStats {
 ///   none until fewer run than the new width; widening starts waiting tasks at once; 0
 ///   suspends the queue.
 /// * **Bound** ([`QueueConfig::with_bound`]): [`try_submit`](Self::try_submit) refuses with
-///   [`Error::Full`] while `bound` tasks wait.
+///   [`Error::Full`] while `bound` tasks wait; a handoff queue ([`QueueConfig::HANDOFF`])
+///   while every width slot holds a task.
 /// * **Cancel** before start ([`cancel`](Self::cancel)), **wait** for every task submitted so
 ///   far ([`wait`](Self::wait)).
 /// * **Drop**: tasks still waiting are handed to the cancel callback, or run on the dropping
@@ -408,8 +417,9 @@ impl<'a, S: Spawner> Queue<'a, S> {
         let (mut batch, places) = {
             let mut st = inner.lock();
             let n = st.adm.set_width(width);
-            // Below 2, a task of this queue waiting for a place in it would wait for itself.
-            let places = if width < 2 { st.take_places() } else { ptr::null() };
+            // Below 2, a task of this queue waiting for a place in it would wait for itself;
+            // a widening of a handoff queue frees places.
+            let places = if width < 2 || !st.adm.is_full() { st.take_places() } else { ptr::null() };
             (st.idle.split_front(n), places)
         };
         // SAFETY: taken from the chain under the lock, each set once.

@@ -3,8 +3,9 @@
 //!
 //! A submitter that finds the queue full registers a node on its own stack in the queue's
 //! place-waiter chain, under the same lock section that found it full, so no freed place is
-//! missed: each place freed (a task starting, a cancel) takes one node off the chain under the
-//! lock and sets its signal after the unlock. A submitter whose deadline passes unlinks its
+//! missed: each transition that leaves the queue with room (a task starting in a bounded
+//! queue, ending in a handoff one, a cancel) takes one node off the chain under the lock
+//! (a widening of a handoff queue all of them) and sets its signal after the unlock. A submitter whose deadline passes unlinks its
 //! node under the lock; if a waker took it first, it waits for that set (the node must live
 //! until then) and tries once more.
 //!
@@ -30,7 +31,8 @@ impl<S: Spawner> Queue<'_, S> {
     /// Submits `task` without blocking.
     ///
     /// # Errors
-    /// [`Error::Full`] when `bound` tasks wait already; [`Error::Shutdown`], [`Error::Spawn`]
+    /// [`Error::Full`] when `bound` tasks wait already (a handoff queue: when every width slot
+    /// holds a task, [`QueueConfig::HANDOFF`](super::QueueConfig::HANDOFF)); [`Error::Shutdown`], [`Error::Spawn`]
     /// or [`Error::Forked`] when the pool refused the runner the task needed (`Forked`
     /// always, for a queue inherited through `fork()`). On error the
     /// task was not queued and is still the caller's. (A task accepted while the pool refuses
@@ -46,7 +48,8 @@ impl<S: Spawner> Queue<'_, S> {
     }
 
     /// Submits `task`, waiting while the queue is full until a place frees (a waiting task
-    /// starts or is cancelled; woken by it, never by polling) or `timeout` passes (`None`: no
+    /// starts or is cancelled, or in a handoff queue a running one ends; woken by it, never
+    /// by polling) or `timeout` passes (`None`: no
     /// limit; zero: as [`try_submit`](Self::try_submit)). On one of the pool's workers it waits
     /// through the pool's waiting loop (runs other work meanwhile); elsewhere it parks.
     ///
