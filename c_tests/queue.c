@@ -24,7 +24,11 @@
  *      link queues a slow work item, then the next link) on a width-2 queue bounded at one
  *      waiting task, every submit OK and every item run once; and, from a task of a full
  *      width-1 queue, POOL_ERR_INVALID at once (only its own slot could free a place) with
- *      the child untouched.
+ *      the child untouched;
+ *   8. a handoff queue (POOL_QUEUE_HANDOFF, zstd's queueSize 0) of width 2: two blockers
+ *      fill it before either starts, so a third task is POOL_ERR_FULL at once and after a
+ *      timed wait; with the blockers released, a blocking submit is accepted as they end;
+ *      a handoff queue is refused as a target, as any bounded one.
  *
  * A 60 s watchdog turns a hang into exit status 2.
  */
@@ -342,6 +346,26 @@ int main(void)
     CHECK_STATUS(o.rc, POOL_ERR_INVALID, "blocking submit from a task of a full width-1 queue");
     CHECK_EQ(atomic_load(&o.child.runs), 0, "the refused child never ran");
     CHECK_EQ(atomic_load(&behind.runs), 1, "the task behind it ran");
+    CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
+
+    /* 8. a handoff queue */
+    atomic_store(&release, 0);
+    CHECK_STATUS(pool_queue_init(&q, pool, 2, POOL_QUEUE_HANDOFF, NULL), POOL_OK, "init handoff, width 2");
+    CHECK_STATUS(pool_queue_init_target(&slow, &q, 1, 0, NULL), POOL_ERR_INVALID, "init_target(handoff target)");
+    struct job h[3];
+    for (int i = 0; i < 3; i++)
+        h[i] = (struct job){ .task = { .callback = job_run }, .n = -1, .blocks = i < 2 };
+    CHECK_STATUS(pool_queue_submit(&q, &h[0].task), POOL_OK, "handoff submit 1");
+    CHECK_STATUS(pool_queue_submit(&q, &h[1].task), POOL_OK, "handoff submit 2");
+    CHECK_STATUS(pool_queue_submit(&q, &h[2].task), POOL_ERR_FULL, "handoff submit 3: both slots taken");
+    CHECK_STATUS(pool_queue_submit_timeout(&q, &h[2].task, 5000000), POOL_ERR_FULL, "timed handoff submit");
+    CHECK_STATUS(pool_queue_stats(&q, &st), POOL_OK, "handoff stats");
+    CHECK(st.bound == POOL_QUEUE_HANDOFF && st.waiting + st.running == 2 && st.refused == 2,
+          "handoff stats: bound POOL_QUEUE_HANDOFF, 2 tasks in the slots, 2 refused");
+    atomic_store(&release, 1);
+    CHECK_STATUS(pool_queue_submit_timeout(&q, &h[2].task, -1), POOL_OK, "blocking handoff submit, accepted as a blocker ends");
+    CHECK_STATUS(pool_queue_wait(&q), POOL_OK, "wait");
+    CHECK_EQ(atomic_load(&h[0].runs) + atomic_load(&h[1].runs) + atomic_load(&h[2].runs), 3, "each handoff task ran once");
     CHECK_STATUS(pool_queue_destroy(&q), POOL_OK, "destroy");
 
     pool_destroy(pool);

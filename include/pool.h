@@ -33,6 +33,8 @@
 #define POOL_VERSION_STRING "0.1.0"
 
 
+
+
 /**
  * The most threads a pool can have: `spawned` and `idle` are 14-bit fields.
  */
@@ -107,6 +109,15 @@
  * `pool_driver.park`'s `timeout_ns` when there is no deadline.
  */
 #define POOL_NO_TIMEOUT UINT64_MAX
+
+/**
+ * The `bound` of a handoff queue (`pool_queue_init`): it accepts a task only while fewer than
+ * `width` of its tasks are running or accepted and not yet started, so none waits for a
+ * width slot (zstd's pool with `queueSize` 0, a synchronous hand-off). `pool_queue_submit`
+ * returns POOL_ERR_FULL while every slot holds a task; `pool_queue_submit_timeout` waits
+ * until a running task ends (or the queue widens).
+ */
+#define POOL_QUEUE_HANDOFF (size_t)UINT64_MAX
 
 /**
  * Words in a `struct pool_queue`: room for the core queue (one pointer) and for growth
@@ -606,7 +617,7 @@ struct pool_queue_stats {
    */
   size_t width;
   /**
-   * At most this many tasks wait (0: unbounded).
+   * At most this many tasks wait (0: unbounded; POOL_QUEUE_HANDOFF: a handoff queue).
    */
   size_t bound;
   /**
@@ -943,7 +954,7 @@ int pool_queue_destroy(struct pool_queue *queue);
 /**
  * Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
  * `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
- * unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
+ * unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
  * they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
  * pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
  */
@@ -986,7 +997,8 @@ int pool_queue_stats(const struct pool_queue *queue, struct pool_queue_stats *ou
 
 /**
  * Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was
- * cancelled. POOL_ERR_FULL when `bound` tasks wait (the task untouched, still the caller's);
+ * cancelled. POOL_ERR_FULL when `bound` tasks wait (a handoff queue: when every width slot
+ * holds a task; the task untouched, still the caller's);
  * POOL_ERR_SHUTDOWN / POOL_ERR_SPAWN / POOL_ERR_FORKED when the pool refused it;
  * POOL_ERR_INVALID for a NULL queue, task or callback.
  */

@@ -5,9 +5,9 @@
  *
  * This is how a C program replaces its own FIFO pool with a queue (README, "Queues"): one
  * `struct pool` per POOL_ctx with `numThreads` threads, and one `struct pool_queue` on it whose
- * width is `numThreads` and whose bound is zstd's `queueSize`. `scripts/external-zstd.sh`
- * builds zstd's own pool test (`tests/poolTests.c`) and the zstd program with it, and checks
- * them against the same sources built with zstd's pool.
+ * width is `numThreads` and whose bound is zstd's `queueSize` (0: a handoff queue).
+ * `scripts/external-zstd.sh` builds zstd's own pool test (`tests/poolTests.c`) and the zstd
+ * program with it, and checks them against the same sources built with zstd's pool.
  *
  * What zstd's pool promises and where the queue gives it:
  *   - POOL_add blocks while the queue is full: pool_queue_submit_timeout with no limit,
@@ -21,10 +21,14 @@
  *     has finished its jobs (zstdmt resizes between frames, with no job queued);
  *   - POOL_free finishes every queued job first: wait, then destroy.
  *
+ *   - queueSize 0 (zstdmt's own pools): a job is accepted only if a thread is free to start
+ *     it, so none waits behind busy threads: a handoff queue (POOL_QUEUE_HANDOFF), which
+ *     POOL_tryAdd finds full, and POOL_add waits on, while every thread has a job;
+ *
  * Differences (zstd's callers handle each):
- *   - queueSize 0 in zstd accepts a job only if a thread is free to start it at once (no job
- *     waits); a queue's bound 0 means unbounded, so the shim uses a bound of 1 (one job may
- *     wait for a thread);
+ *   - with queueSize 0 and several threads free, zstd's pool takes one job at a time (its
+ *     one-slot ring is full until a thread takes the job); the handoff queue accepts one per
+ *     free thread at once;
  *   - POOL_resize above the creation count waits for the jobs already queued;
  *   - customMem is not used (the pool allocates with malloc).
  */
@@ -97,7 +101,7 @@ POOL_ctx *POOL_create_advanced(size_t numThreads, size_t queueSize, ZSTD_customM
     if (ctx == NULL)
         return NULL;
     ctx->limit = numThreads;
-    ctx->bound = queueSize ? queueSize : 1;
+    ctx->bound = queueSize ? queueSize : POOL_QUEUE_HANDOFF;
     if (make_pool(numThreads, ctx->bound, &ctx->pool, &ctx->queue) != 0) {
         free(ctx);
         return NULL;

@@ -23,6 +23,15 @@ use crate::task::Callback;
 /// without changing the C ABI.
 pub const POOL_QUEUE_WORDS: usize = 4;
 
+/// The `bound` of a handoff queue (`pool_queue_init`): it accepts a task only while fewer than
+/// `width` of its tasks are running or accepted and not yet started, so none waits for a
+/// width slot (zstd's pool with `queueSize` 0, a synchronous hand-off). `pool_queue_submit`
+/// returns POOL_ERR_FULL while every slot holds a task; `pool_queue_submit_timeout` waits
+/// until a running task ends (or the queue widens).
+pub const POOL_QUEUE_HANDOFF: usize = u64::MAX as usize;
+
+static_assertions::const_assert_eq!(POOL_QUEUE_HANDOFF, QueueConfig::HANDOFF);
+
 /// A queue of tasks on a pool's threads: FIFO start, at most `width` at once, an optional
 /// bound on waiting tasks, cancel before start. Treat as opaque; initialise with
 /// `pool_queue_init`. Caller-owned; it must not move between `pool_queue_init` and the return
@@ -50,7 +59,7 @@ unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
 
 /// Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
 /// `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
-/// unbounded), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
+/// unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
 /// they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
 /// pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
 #[no_mangle]
@@ -114,7 +123,8 @@ fn init(queue: NonNull<PoolQueue>, made: Result<CQueue, crate::Error>) -> super:
 }
 
 /// Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was
-/// cancelled. POOL_ERR_FULL when `bound` tasks wait (the task untouched, still the caller's);
+/// cancelled. POOL_ERR_FULL when `bound` tasks wait (a handoff queue: when every width slot
+/// holds a task; the task untouched, still the caller's);
 /// POOL_ERR_SHUTDOWN / POOL_ERR_SPAWN / POOL_ERR_FORKED when the pool refused it;
 /// POOL_ERR_INVALID for a NULL queue, task or callback.
 #[no_mangle]
@@ -192,7 +202,7 @@ pub extern "C" fn pool_queue_wait(queue: *mut PoolQueue) -> c_int {
 pub struct pool_queue_stats {
     /// At most this many tasks run at once (0: suspended).
     pub width: usize,
-    /// At most this many tasks wait (0: unbounded).
+    /// At most this many tasks wait (0: unbounded; POOL_QUEUE_HANDOFF: a handoff queue).
     pub bound: usize,
     /// Tasks submitted and neither started nor cancelled.
     pub waiting: usize,
