@@ -4,7 +4,8 @@
 //! also on a queue whose runners are tasks of a target queue; and a drop of such a queue racing
 //! its runner's yield to a suspended target returns (under loom a runner's batch is one task);
 //! a task's blocking submit to its own full serial queue is refused, not a wait for itself,
-//! while an outside submit waits for a place the runner frees.
+//! while an outside submit waits for a place the runner frees; a blocking submit to a full
+//! handoff queue is woken by the running task's end.
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir
 //! target/loom --lib queues::loom`.
@@ -62,6 +63,28 @@ fn finish_racing_submit_strands_nothing() {
         unsafe {
             queue.try_submit(task(&a)).unwrap();
             queue.try_submit(task(&b)).unwrap();
+        }
+        queue.wait().unwrap();
+        assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
+        drop(queue);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A serial handoff queue: a blocking submit while its one task may still run is accepted at
+/// once if the task has ended, else woken by the runner's end (no task starts then, so only
+/// the end frees the place): in every interleaving it returns and each task runs once.
+#[test]
+fn handoff_submit_racing_the_running_task_end() {
+    model("queues_handoff_submit_racing_the_running_task_end", || {
+        let active: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let pool = pool();
+        let queue = Queue::new(&pool, QueueConfig::new(1).with_bound(QueueConfig::HANDOFF)).unwrap();
+        let (a, b) = (job(active), job(active));
+        // SAFETY: the jobs outlive the queue's wait below.
+        unsafe {
+            queue.try_submit(task(&a)).unwrap();
+            queue.submit_timeout(task(&b), None).unwrap();
         }
         queue.wait().unwrap();
         assert_eq!((a.runs.load(Ordering::SeqCst), b.runs.load(Ordering::SeqCst)), (1, 1));
