@@ -25,7 +25,8 @@
 //! * *Status codes*: the driver knows a queue's waiting count exactly (`QSlot::waiting`) while
 //!   nothing of it can start (width 0 since it was idle, or its pool shut down) and right after
 //!   it was idle; then every submit's status is exact (OK, FULL at the bound, SHUTDOWN on a
-//!   shut-down pool with width > 0). Otherwise a submit is OK, or FULL on a bounded queue.
+//!   shut-down pool with width > 0; a handoff queue is full at its width, as nothing runs).
+//!   Otherwise a submit is OK, or FULL on a bounded queue.
 //! * *Calls from a task*: a task (on one of the pool's workers) calls `pool_queue_wait` and
 //!   `pool_queue_destroy` on its own queue: each must be INVALID. It then submits a child to
 //!   its own queue with a 100 µs timeout: OK on an unbounded queue; on a bounded one OK, FULL
@@ -53,7 +54,7 @@ use std::sync::Mutex;
 
 use pool::capi::{
     pool_queue_cancel, pool_queue_destroy, pool_queue_init, pool_queue_init_target, pool_queue_set_width, pool_queue_submit,
-    pool_queue_submit_timeout, pool_queue_wait, PoolQueue, POOL_QUEUE_WORDS,
+    pool_queue_submit_timeout, pool_queue_wait, PoolQueue, POOL_QUEUE_HANDOFF, POOL_QUEUE_WORDS,
 };
 
 use super::*;
@@ -485,14 +486,17 @@ impl Driver {
     }
 
     /// `pool_queue_init` on a pool slot (or NULL), widths 0 to `max_threads + 1` (or
-    /// SIZE_MAX), bounds 0 to 3, with or without a cancel callback; the queue slot's old
+    /// SIZE_MAX), bounds 0 to 3 or POOL_QUEUE_HANDOFF, with or without a cancel callback; the queue slot's old
     /// queue is destroyed first.
     fn op_qinit(&mut self, inp: &mut Input) {
         let q = inp.below(QSLOTS);
         self.qdestroy(q);
         let (_, mut pool, mut pool_gen, mut shut) = self.target(inp);
         let wb = inp.byte();
-        let bound = inp.below(4);
+        let bound = match inp.below(5) {
+            4 => POOL_QUEUE_HANDOFF,
+            b => b,
+        };
         let cb = inp.byte();
         let has_cancel = cb % 2 == 0;
         // On a target queue: the cancel byte's bits 1-2 are 1, bits 3-4 pick the slot (a queue
@@ -633,7 +637,13 @@ impl Driver {
         let ok = if invalid {
             rc == INVALID
         } else if let Some(w) = slot.waiting.filter(|_| !lenient) {
-            let want = if rec.bound != 0 && w >= rec.bound {
+            // Nothing runs while the count is exact: a handoff queue is full at its width.
+            let full = match rec.bound {
+                0 => false,
+                POOL_QUEUE_HANDOFF => w >= slot.width,
+                b => w >= b,
+            };
+            let want = if full {
                 FULL
             } else if slot.shut && slot.width > 0 {
                 SHUTDOWN
