@@ -24,7 +24,7 @@ CWARN   := -Wall -Wextra -Werror -pedantic
 C_TESTS := $(patsubst c_tests/%.c,$(BUILD)/%,$(wildcard c_tests/*.c))
 CXX_TESTS := $(patsubst c_tests/%.cpp,$(BUILD)/%,$(wildcard c_tests/*.cpp))
 
-.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-clippy test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-external test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
+.PHONY: all lib header check-header test-package test-header test-abi demo test test-bench test-layers test-plants-apply test-clippy test-cycles test-fuzz test-rust test-doc test-miri-doc test-c test-c-valgrind test-c-frees test-external test-c-asan test-tsan verify-tsan-loop test-loom test-shuttle verify-plants test-nostd test-miri clean bench verify
 all: lib
 
 # libpool.a and libpool.so in one `cargo rustc` run (not [lib] crate-type, which breaks no_std
@@ -187,6 +187,11 @@ verify-plants:
 	python3 scripts/plants/patches.py
 	python3 scripts/plants/protocol_table.py
 
+# Every plant above still applies to today's code (no build, no run: about a second).
+test-plants-apply:
+	python3 scripts/plants/patches.py --apply-check
+	python3 scripts/plants/protocol_table.py --apply-check
+
 # Miri over the unit tests (strict provenance) and the smoke test (sizes shrink under cfg(miri)).
 test-miri: tool-miri
 	@set -e; MIRIFLAGS=-Zmiri-strict-provenance $(CARGO) +nightly miri test --target-dir target/miri --lib; \
@@ -274,7 +279,7 @@ test-package:
 test-abi: $(HEADER)
 	CC="$(CC)" CARGO="$(CARGO)" sh scripts/abi-grown.sh $(BUILD)/abi-grown
 
-test: test-layers tools test-clippy check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-external test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
+test: test-layers test-plants-apply tools test-clippy check-header test-rust test-doc test-c test-c-asan test-c-valgrind test-c-frees test-external test-loom test-shuttle test-miri test-miri-doc test-tsan test-nostd test-nostd-example test-zig test-cycles test-fuzz test-install test-package test-abi test-bench
 	@echo "make test: all green"
 
 verify: test

@@ -10,10 +10,21 @@ a failure, and revert it (`git apply -R`). The header's check is either
 Fails loudly when a patch no longer applies, when the planted code does not build, or when a
 plant is not caught.
 
-Usage: python3 scripts/plants/patches.py [NAME-SUBSTRING]   (POOL_SHUTTLE_SCALE: default 1)
+Usage: python3 scripts/plants/patches.py [NAME-SUBSTRING | --apply-check]   (POOL_SHUTTLE_SCALE: default 1)
+  --apply-check: only check that every patch still applies (`make test`: a change that moves a
+  planted line fails there, not at the next `make verify`).
 """
 import glob, os, re, subprocess, sys, time
 
+if sys.argv[1:] == ["--apply-check"]:
+    patches = sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scripts/plants/tests/*.patch"))
+    stale = [p for p in patches if subprocess.run(["git", "apply", "--check", p], capture_output=True).returncode != 0]
+    for p in stale:
+        print(f"STALE   {p}: the patch no longer applies (rewrite it against today's code)")
+    if stale:
+        sys.exit(1)
+    print(f"plants: all {len(patches)} patches still apply")
+    sys.exit(0)
 only = sys.argv[1] if len(sys.argv) > 1 else None
 shuttle_env = dict(os.environ, RUSTFLAGS="--cfg shuttle", POOL_SHUTTLE_SCALE=os.environ.get("POOL_SHUTTLE_SCALE", "1"))
 

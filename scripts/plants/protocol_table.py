@@ -4,7 +4,8 @@
 finds no state where they strand a task; VERIFY.md says why). Fails loudly when a plant no longer
 applies or a plant that must be caught is not.
 
-Usage: python3 scripts/plants/protocol_table.py [INDEX]
+Usage: python3 scripts/plants/protocol_table.py [INDEX | --apply-check]
+  --apply-check: only check that every plant's line is still in its file (`make test`).
 """
 import subprocess, sys
 plants = [
@@ -37,7 +38,8 @@ plants = [
 ]
 # Harmless: the next wait consumes the stale Signaled (no state strands a task).
 HARMLESS = {"sync_word: a failed spawn keeps its Signaled"}
-only = int(sys.argv[1]) if len(sys.argv) > 1 else None
+apply_check = sys.argv[1:] == ["--apply-check"]
+only = int(sys.argv[1]) if len(sys.argv) > 1 and not apply_check else None
 bad = []
 for k, (name, path, a, b) in enumerate(plants):
     if only is not None and k != only: continue
@@ -45,6 +47,8 @@ for k, (name, path, a, b) in enumerate(plants):
     if a not in src:
         print(f"STALE: {name}: the planted line is gone from {path}", flush=True)
         bad.append(name)
+        continue
+    if apply_check:
         continue
     open(path, "w").write(src.replace(a, b, 1))
     try:
@@ -60,4 +64,7 @@ for k, (name, path, a, b) in enumerate(plants):
 if bad:
     print(f"protocol plants: {len(bad)} not caught: {bad}")
     sys.exit(1)
-print("protocol plants: every plant that must be caught was")
+if apply_check:
+    print(f"protocol plants: all {len(plants)} still apply")
+else:
+    print("protocol plants: every plant that must be caught was")
