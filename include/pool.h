@@ -954,8 +954,9 @@ int pool_queue_destroy(struct pool_queue *queue);
 /**
  * Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
  * `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
- * unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
- * they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
+ * unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at
+ * `pool_queue_destroy` are handed to `cancel` (NULL: they run on the destroying thread
+ * instead). Returns POOL_ERR_INVALID for a NULL queue or
  * pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
  */
 int pool_queue_init(struct pool_queue *queue,

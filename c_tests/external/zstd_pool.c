@@ -19,11 +19,10 @@
  *     down to 1 and up to the thread count given at creation; above it (a pool's limit is
  *     fixed when it is made), a new pool and queue with the new count, once the old queue
  *     has finished its jobs (zstdmt resizes between frames, with no job queued);
- *   - POOL_free finishes every queued job first: wait, then destroy.
- *
+ *   - POOL_free finishes every queued job first: wait, then destroy;
  *   - queueSize 0 (zstdmt's own pools): a job is accepted only if a thread is free to start
  *     it, so none waits behind busy threads: a handoff queue (POOL_QUEUE_HANDOFF), which
- *     POOL_tryAdd finds full, and POOL_add waits on, while every thread has a job;
+ *     POOL_tryAdd finds full, and POOL_add waits on, while every thread has a job.
  *
  * Differences (zstd's callers handle each):
  *   - with queueSize 0 and several threads free, zstd's pool takes one job at a time (its

@@ -486,8 +486,8 @@ impl Driver {
     }
 
     /// `pool_queue_init` on a pool slot (or NULL), widths 0 to `max_threads + 1` (or
-    /// SIZE_MAX), bounds 0 to 3 or POOL_QUEUE_HANDOFF, with or without a cancel callback; the queue slot's old
-    /// queue is destroyed first.
+    /// SIZE_MAX), bounds 0 to 3 or POOL_QUEUE_HANDOFF, with or without a cancel callback;
+    /// the queue slot's old queue is destroyed first.
     fn op_qinit(&mut self, inp: &mut Input) {
         let q = inp.below(QSLOTS);
         self.qdestroy(q);

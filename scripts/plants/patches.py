@@ -16,14 +16,18 @@ Usage: python3 scripts/plants/patches.py [NAME-SUBSTRING | --apply-check]   (POO
 """
 import glob, os, re, subprocess, sys, time
 
+PATCHES = sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scripts/plants/tests/*.patch"))
+
+def applies(patch):
+    return subprocess.run(["git", "apply", "--check", patch], capture_output=True).returncode == 0
+
 if sys.argv[1:] == ["--apply-check"]:
-    patches = sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scripts/plants/tests/*.patch"))
-    stale = [p for p in patches if subprocess.run(["git", "apply", "--check", p], capture_output=True).returncode != 0]
+    stale = [p for p in PATCHES if not applies(p)]
     for p in stale:
         print(f"STALE   {p}: the patch no longer applies (rewrite it against today's code)")
     if stale:
         sys.exit(1)
-    print(f"plants: all {len(patches)} patches still apply")
+    print(f"plants: all {len(PATCHES)} patches still apply")
     sys.exit(0)
 only = sys.argv[1] if len(sys.argv) > 1 else None
 shuttle_env = dict(os.environ, RUSTFLAGS="--cfg shuttle", POOL_SHUTTLE_SCALE=os.environ.get("POOL_SHUTTLE_SCALE", "1"))
@@ -54,7 +58,7 @@ def command(line):
     return ["sh", "-c", line], os.environ, caught
 
 results = []
-for patch in sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scripts/plants/tests/*.patch")):
+for patch in PATCHES:
     name = os.path.basename(patch)[: -len(".patch")]
     if only and only not in name:
         continue
@@ -70,7 +74,7 @@ for patch in sorted(glob.glob("scripts/plants/shuttle/*.patch") + glob.glob("scr
     else:
         check = " ".join(re.search(r"^Test: (\S+) (\S+)", header, re.M).groups())
         cmd, env, caught = test(*check.split())
-    if subprocess.run(["git", "apply", "--check", patch], capture_output=True).returncode != 0:
+    if not applies(patch):
         results.append((name, check, "STALE: the patch no longer applies"))
         print(f"STALE   {name}: the patch no longer applies", flush=True)
         continue

@@ -62,7 +62,7 @@ for k, (name, path, a, b) in enumerate(plants):
     finally:
         open(path, "w").write(src)
 if bad:
-    print(f"protocol plants: {len(bad)} not caught: {bad}")
+    print(f"protocol plants: {len(bad)} stale or not caught: {bad}")
     sys.exit(1)
 if apply_check:
     print(f"protocol plants: all {len(plants)} still apply")

@@ -28,6 +28,8 @@ pub const POOL_QUEUE_WORDS: usize = 4;
 /// width slot (zstd's pool with `queueSize` 0, a synchronous hand-off). `pool_queue_submit`
 /// returns POOL_ERR_FULL while every slot holds a task; `pool_queue_submit_timeout` waits
 /// until a running task ends (or the queue widens).
+// Written as a cast of `u64::MAX` (`SIZE_MAX` on every target) because cbindgen emits no
+// constant for `usize::MAX`; the assertion below ties it to the core's value.
 pub const POOL_QUEUE_HANDOFF: usize = u64::MAX as usize;
 
 static_assertions::const_assert_eq!(POOL_QUEUE_HANDOFF, QueueConfig::HANDOFF);
@@ -59,8 +61,9 @@ unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
 
 /// Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
 /// `max_threads`; 0 = suspended until `pool_queue_set_width`), at most `bound` wait (0 =
-/// unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at `pool_queue_destroy` are handed to `cancel` (NULL:
-/// they run on the destroying thread instead). Returns POOL_ERR_INVALID for a NULL queue or
+/// unbounded; POOL_QUEUE_HANDOFF: none waits for a width slot), and tasks still waiting at
+/// `pool_queue_destroy` are handed to `cancel` (NULL: they run on the destroying thread
+/// instead). Returns POOL_ERR_INVALID for a NULL queue or
 /// pool or a width above the pool's thread limit (`max_threads` at creation), POOL_ERR_NOMEM (nothing allocated).
 #[no_mangle]
 pub extern "C" fn pool_queue_init(

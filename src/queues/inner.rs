@@ -147,8 +147,8 @@ impl<S: Spawner> Inner<S> {
                 return false;
             }
             st.cancelled += usize::from(cancel);
-            let place = st.take_place();
-            (if st.adm.remove(1) { st.take_waiters() } else { ptr::null() }, place)
+            let idle = st.adm.remove(1);
+            (if idle { st.take_waiters() } else { ptr::null() }, st.freed_place())
         };
         // SAFETY: taken from their chains under the lock, each set once.
         unsafe {
@@ -233,15 +233,18 @@ impl State {
         self.places = place;
     }
 
-    /// The whole place-waiter chain, for [`wake`] (a narrowing to width 1 has them check again
-    /// whether a place can still free: `Queue::submit_timeout`).
+    /// The whole place-waiter chain, for [`wake`] (`Queue::set_width`: a narrowing below 2 has
+    /// them check again whether a place can still free, a widening that leaves room lets them
+    /// in).
     pub(super) fn take_places(&mut self) -> *const Waiter {
         core::mem::replace(&mut self.places, ptr::null())
     }
 
-    /// One place-waiter, taken off the chain (a chain of one for [`wake`]), or null.
-    pub(super) fn take_place(&mut self) -> *const Waiter {
-        let head = self.places;
+    /// After a transition of the admission: one place-waiter, taken off the chain (a chain of
+    /// one for [`wake`]), if the queue now has room (`Admission::is_full`: a start or a cancel
+    /// frees a place in a bounded queue, an end or a cancel in a handoff one), else null.
+    pub(super) fn freed_place(&mut self) -> *const Waiter {
+        let head = if self.adm.is_full() { ptr::null() } else { self.places };
         if !head.is_null() {
             // SAFETY: a registered node lives until it is set or unlinked (register_place).
             unsafe {
@@ -345,8 +348,7 @@ unsafe extern "C" fn run<S: Spawner>(task: *mut Task) {
             // SAFETY: as above; the guard ends before the queue may be freed.
             let mut st = unsafe { (*queue).lock() };
             let step = st.adm.take(finished, left > 0);
-            // A start frees a place in a bounded queue, an end in a handoff one.
-            let place = if st.adm.is_full() { ptr::null() } else { st.take_place() };
+            let place = st.freed_place();
             match step {
                 Step::Run => {
                     st.started += 1;

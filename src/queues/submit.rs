@@ -5,9 +5,10 @@
 //! place-waiter chain, under the same lock section that found it full, so no freed place is
 //! missed: each transition that leaves the queue with room (a task starting in a bounded
 //! queue, ending in a handoff one, a cancel) takes one node off the chain under the lock
-//! (a widening of a handoff queue all of them) and sets its signal after the unlock. A submitter whose deadline passes unlinks its
-//! node under the lock; if a waker took it first, it waits for that set (the node must live
-//! until then) and tries once more.
+//! (`State::freed_place`; a widening that leaves room takes all of them) and sets its signal
+//! after the unlock. A submitter whose deadline passes unlinks its node under the lock; if a
+//! waker took it first, it waits for that set (the node must live until then) and tries once
+//! more.
 //!
 //! A task of the queue (or of a queue on it) may wait for a place in it, as it may in the
 //! FIFO pools programs replace with a queue (lz4 reads its next chunk from a task of the pool
@@ -32,8 +33,9 @@ impl<S: Spawner> Queue<'_, S> {
     ///
     /// # Errors
     /// [`Error::Full`] when `bound` tasks wait already (a handoff queue: when every width slot
-    /// holds a task, [`QueueConfig::HANDOFF`](super::QueueConfig::HANDOFF)); [`Error::Shutdown`], [`Error::Spawn`]
-    /// or [`Error::Forked`] when the pool refused the runner the task needed (`Forked`
+    /// holds a task, [`QueueConfig::HANDOFF`](super::QueueConfig::HANDOFF));
+    /// [`Error::Shutdown`], [`Error::Spawn`] or [`Error::Forked`] when the pool refused the
+    /// runner the task needed (`Forked`
     /// always, for a queue inherited through `fork()`). On error the
     /// task was not queued and is still the caller's. (A task accepted while the pool refuses
     /// work, behind another one's runner, waits until the queue's drop hands it back.)
@@ -49,8 +51,8 @@ impl<S: Spawner> Queue<'_, S> {
 
     /// Submits `task`, waiting while the queue is full until a place frees (a waiting task
     /// starts or is cancelled, or in a handoff queue a running one ends; woken by it, never
-    /// by polling) or `timeout` passes (`None`: no
-    /// limit; zero: as [`try_submit`](Self::try_submit)). On one of the pool's workers it waits
+    /// by polling) or `timeout` passes (`None`: no limit; zero: as
+    /// [`try_submit`](Self::try_submit)). On one of the pool's workers it waits
     /// through the pool's waiting loop (runs other work meanwhile); elsewhere it parks.
     ///
     /// From a task of this queue (or of a queue on it) it waits only while another of the
@@ -177,7 +179,7 @@ impl<S: Spawner> Inner<S> {
             let removed = st.waiting.remove(task);
             st.refused += usize::from(removed);
             let idle = if removed { st.adm.remove(1) } else { idle };
-            let place = if removed { st.take_place() } else { ptr::null() };
+            let place = if removed { st.freed_place() } else { ptr::null() };
             (removed, if idle { st.take_waiters() } else { ptr::null() }, place)
         };
         // SAFETY: taken from their chains under the lock, each set once.
