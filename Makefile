@@ -200,8 +200,13 @@ test-miri: tool-miri
 # The benchmark crate (harness, examples, C programs' build script) still compiles against the
 # library: `cargo check`, which builds no optimised code (seconds), so nothing there rots
 # between `make bench` runs.
+# BENCHMARKS.md is what `make bench` writes (bench/NOTES.md + the fresh tables): figures written
+# straight into BENCHMARKS.md would be lost at the next `make bench`, so they fail here instead.
 test-bench:
 	$(CARGO) check --manifest-path bench/Cargo.toml --all-targets
+	@cat bench/NOTES.md bench/results/latest.md | cmp -s - BENCHMARKS.md || { echo "test-bench:" \
+	  "BENCHMARKS.md differs from bench/NOTES.md + bench/results/latest.md: write notes into" \
+	  "bench/NOTES.md (make bench rebuilds BENCHMARKS.md from them)"; exit 1; }
 
 # The layer check (scripts/layers.py, standard-library Python, under a second): every path between
 # the files of src/ resolved to the file that defines the item and checked against ARCHITECTURE.md's
