@@ -382,7 +382,8 @@ struct pool_config {
    * Rounds an idle worker watches for new work from outside the pool before it sleeps
    * (a short spin that saves both sides a system call when work comes soon after).
    * `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
-   * POOL_MAX_IDLE_SPINS.
+   * POOL_MAX_IDLE_SPINS. On a VM a spin can make the next wake-up of that worker slower:
+   * tasks that come far apart may start sooner with 0 (the repository's BENCHMARKS.md).
    */
   uint32_t idle_spins;
   /**

@@ -18,7 +18,8 @@ pub struct PoolConfig {
     /// Rounds an idle worker watches for new work from outside the pool before it sleeps
     /// (a short spin that saves both sides a system call when work comes soon after).
     /// `pool_config_init` sets POOL_DEFAULT_IDLE_SPINS; 0 = sleep at once; at most
-    /// POOL_MAX_IDLE_SPINS.
+    /// POOL_MAX_IDLE_SPINS. On a VM a spin can make the next wake-up of that worker slower:
+    /// tasks that come far apart may start sooner with 0 (the repository's BENCHMARKS.md).
     pub idle_spins: u32,
     /// Names the worker threads `<prefix>0`, `<prefix>1`, ... in the order they start (Linux
     /// keeps the first 15 bytes: `pthread_setname_np`). NULL: "pool-worker". The string is

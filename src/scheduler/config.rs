@@ -32,7 +32,9 @@ pub struct Config {
     /// outside the pool before it sleeps, so that a submit soon after costs neither side a
     /// system call (`scheduler/README.md`, "Idle means idle"); 0 sleeps at once. At most
     /// [`MAX_IDLE_SPINS`](crate::MAX_IDLE_SPINS); default
-    /// [`DEFAULT_IDLE_SPINS`](crate::DEFAULT_IDLE_SPINS).
+    /// [`DEFAULT_IDLE_SPINS`](crate::DEFAULT_IDLE_SPINS). On a VM a spin can make the next
+    /// wake-up of that worker slower: tasks that come far apart, and fork-join code, may
+    /// start sooner with 0 (`scheduler/README.md`, "What the spin costs on this VM").
     pub idle_spins: u32,
     /// Threads started before the pool is handed out: each has been started, named and hooked
     /// by the spawner (with `std`: [`ThreadSpawner::on_thread_start`](crate::ThreadSpawner::on_thread_start)
