@@ -114,12 +114,14 @@ test-c-frees: $(BUILD)/lifecycle tool-valgrind
 # dictionary training); lz4, checked against the same sources built with lz4's pool
 # (byte-identical multi-threaded output, round trips) and by its own test scripts; libuv,
 # checked by its whole test suite (thread pool work and cancel, fs, DNS, fork) against libuv
-# built with its own pool. Fetches their sources from Debian's archive once (SHA-256 checked)
-# into target/external/; ~2 min.
-test-external: $(LIB) tool-valgrind tool-cmake
+# built with its own pool; Samba's pthreadpool on a blocking pool, checked by Samba's own tests
+# of it (jobs, busy destroy, fork, thread starts that fail). Fetches their sources from
+# Debian's archive once (SHA-256 checked) into target/external/; ~2 min.
+test-external: $(LIB) tool-valgrind tool-cmake tool-samba-deps
 	CC="$(CC)" sh scripts/external-zstd.sh $(LIB)
 	CC="$(CC)" sh scripts/external-lz4.sh $(LIB)
 	CC="$(CC)" CMAKE="$$(sh scripts/tools.sh cmake-path)" sh scripts/external-libuv.sh $(LIB)
+	CC="$(CC)" sh scripts/external-samba.sh $(LIB)
 
 # The exhaustive model of the waking protocol (`every_reachable_state`, ~60 s) runs once: it
 # does not depend on the features.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the tools `make test` needs, or fails naming the one that is missing.
-#   sh scripts/tools.sh all | targets | clippy | nightly | miri | fuzz | valgrind | lsan | zig | cmake | pkg-config
+#   sh scripts/tools.sh all | targets | clippy | nightly | miri | fuzz | valgrind | lsan | zig | cmake | pkg-config | samba-deps
 # Each step is a no-op (well under a second) when the tool is already there, so every suite
 # that needs a tool calls its step first (`make tools` runs them all; `make test` depends on it).
 # What it installs, and from where:
@@ -10,6 +10,8 @@
 #   cargo-fuzz (cargo +nightly install cargo-fuzz --locked; ~1 min to build on 2 cores)
 #   valgrind (apt-get, only when run as root; otherwise install it yourself)
 #   Zig 0.17 and CMake (python3 -m pip; the PyPI packages ziglang and cmake)
+#   the libraries Samba's pthreadpool tests link (`make test-external`): tevent, talloc and
+#   cmocka with their headers (apt-get libtevent-dev libtalloc-dev libcmocka-dev, as root)
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
@@ -133,9 +135,21 @@ t_pkg_config() {
     need pkg-config || fail "pkg-config" "install pkg-config with your package manager (apt-get install pkg-config)"
 }
 
+t_samba_deps() {
+    t_pkg_config
+    pkg-config --exists tevent talloc cmocka && return 0
+    if [ "$(id -u)" = 0 ] && need apt-get; then
+        echo "make tools: installing libtevent-dev libtalloc-dev libcmocka-dev (apt-get)"
+        { apt-get update -qq && apt-get install -y -qq libtevent-dev libtalloc-dev libcmocka-dev; } >/dev/null \
+            || fail "tevent, talloc, cmocka" "apt-get install libtevent-dev libtalloc-dev libcmocka-dev"
+    fi
+    pkg-config --exists tevent talloc cmocka || fail "tevent, talloc, cmocka (with headers)" \
+        "install them with your package manager (apt-get install libtevent-dev libtalloc-dev libcmocka-dev)"
+}
+
 cd "$ROOT"
 case ${1:-all} in
-    all) t_targets; t_clippy; t_nightly; t_miri; t_fuzz; t_valgrind; t_lsan; t_zig; t_cmake; t_pkg_config
+    all) t_targets; t_clippy; t_nightly; t_miri; t_fuzz; t_valgrind; t_lsan; t_zig; t_cmake; t_pkg_config; t_samba_deps
          echo "make tools: everything make test needs is installed" ;;
     targets) t_targets ;;
     clippy) t_clippy ;;
@@ -148,5 +162,6 @@ case ${1:-all} in
     cmake) t_cmake ;;
     cmake-path) t_cmake >&2; t_cmake_path ;;
     pkg-config) t_pkg_config ;;
-    *) echo "usage: sh scripts/tools.sh all|targets|nightly|miri|fuzz|valgrind|lsan|zig|cmake|cmake-path|pkg-config" >&2; exit 2 ;;
+    samba-deps) t_samba_deps ;;
+    *) echo "usage: sh scripts/tools.sh all|targets|nightly|miri|fuzz|valgrind|lsan|zig|cmake|cmake-path|pkg-config|samba-deps" >&2; exit 2 ;;
 esac
