@@ -112,7 +112,7 @@ for pool in own shim; do
             || { cat "$OUT/tests-$pool.log"; fail "tests.c with $pool pool (run $i)"; }
     done
     echo "tests.c with the $pool pool: success ($runs run(s))"
-    timeout 120 "$OUT/cmocka-$pool" > "$OUT/cmocka-$pool.log" 2>&1 \
+    timeout 60 "$OUT/cmocka-$pool" > "$OUT/cmocka-$pool.log" 2>&1 \
         || { cat "$OUT/cmocka-$pool.log"; fail "tests_cmocka.c with the $pool pool"; }
     grep -q "^success: test_create" "$OUT/cmocka-$pool.log" || { cat "$OUT/cmocka-$pool.log"; fail "tests_cmocka.c ($pool): no success line"; }
     echo "tests_cmocka.c with the $pool pool: success"
