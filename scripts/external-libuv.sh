@@ -17,20 +17,16 @@
 # those are listed, not counted. libuv's tests refuse to run as root: as root,
 # they run as `nobody`, in a folder of their own.
 set -eu
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LIB=$(cd "$(dirname "${1:-$ROOT/target/release/libpool.a}")" && pwd)/$(basename "${1:-libpool.a}")
-CC=${CC:-cc}
+NAME=external-libuv
+. "$(dirname "$0")/external-common.sh" # ROOT LIB CC DIR fail fetch
 CMAKE=${CMAKE:-$(sh "$ROOT/scripts/tools.sh" cmake-path)}
 VERSION=1.44.2
 URL=http://deb.debian.org/debian/pool/main/libu/libuv1/libuv1_$VERSION.orig.tar.gz
 SHA256=d79b4b06ef04be85fb890bf39d55942cc64c2e15fd14eaa32dae5dce94485484
-DIR=$ROOT/target/external
 SRC=$DIR/libuv1-$VERSION
 OUT=$DIR/libuv-$VERSION-build
-fail() { echo "external-libuv: FAILED: $*" >&2; exit 1; }
-[ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$SRC")" || fail "fetching the sources"
+fetch "$URL" "$SHA256" "$(basename "$SRC")"
 
 # Two source trees: libuv's own, and one whose threadpool.c is assembled around the shim.
 rm -rf "$OUT/src-pool"

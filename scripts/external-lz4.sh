@@ -19,19 +19,15 @@
 #      lz4 would pick one worker).
 # Every step runs under a time limit, so a hang fails instead of stalling `make test`.
 set -eu
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LIB=${1:-$ROOT/target/release/libpool.a}
-CC=${CC:-cc}
+NAME=external-lz4
+. "$(dirname "$0")/external-common.sh" # ROOT LIB CC DIR fail fetch
 VERSION=1.10.0
 URL=http://deb.debian.org/debian/pool/main/l/lz4/lz4_$VERSION.orig.tar.gz
 SHA256=537512904744b35e232912055ccf8ec66d768639ff3abe5788d90d792ec5f48b
-DIR=$ROOT/target/external
 L=$DIR/lz4-$VERSION
 OUT=$DIR/lz4-$VERSION-build
-fail() { echo "external-lz4: FAILED: $*" >&2; exit 1; }
-[ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$L")" || fail "fetching the sources"
+fetch "$URL" "$SHA256" "$(basename "$L")"
 mkdir -p "$OUT/obj" "$OUT/bin-pool" "$OUT/bin-own"
 
 CFLAGS="-O2 -pthread -DLZ4IO_MULTITHREAD=1 -I$L/lib -I$L/programs"

@@ -25,23 +25,18 @@
 #      test counts those too: they must come exactly when Samba's pool would start a thread.
 # Every run has a time limit, so a hang fails instead of stalling `make test`.
 set -eu
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LIB=${1:-$ROOT/target/release/libpool.a}
-CC=${CC:-cc}
+NAME=external-samba
+. "$(dirname "$0")/external-common.sh" # ROOT LIB CC DIR fail fetch
 VERSION=4.17.12
 URL=http://deb.debian.org/debian/pool/main/s/samba/samba_$VERSION+dfsg.orig.tar.xz
 SHA256=d01f7df9a7dca56ce3b145ee9f887ebd138665a76b61b99208044a8f43e9931d
-DIR=$ROOT/target/external
 S=$DIR/samba-$VERSION
 P=$S/lib/pthreadpool
 OUT=$DIR/samba-$VERSION-build
-fail() { echo "external-samba: FAILED: $*" >&2; exit 1; }
-[ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$S")" \
+fetch "$URL" "$SHA256" "$(basename "$S")" \
     "samba-$VERSION/lib/pthreadpool" "samba-$VERSION/lib/util/tevent_unix.c" \
-    "samba-$VERSION/lib/util/tevent_unix.h" "samba-$VERSION/lib/util/dlinklist.h" \
-    || fail "fetching the sources"
+    "samba-$VERSION/lib/util/tevent_unix.h" "samba-$VERSION/lib/util/dlinklist.h"
 pkg-config --exists tevent talloc cmocka || fail "tevent, talloc and cmocka not found (make tool-samba-deps)"
 
 # The stand-in for replace.h, where the sources look for it: `replace.h` and `system/*.h` on

@@ -20,19 +20,15 @@
 #      training (fastcover, POOL_add with queueSize 1, -T4) must give the same dictionary.
 # Every step runs under a time limit, so a hang fails instead of stalling `make test`.
 set -eu
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-LIB=${1:-$ROOT/target/release/libpool.a}
-CC=${CC:-cc}
+NAME=external-zstd
+. "$(dirname "$0")/external-common.sh" # ROOT LIB CC DIR fail fetch
 VERSION=1.5.4
 URL=http://deb.debian.org/debian/pool/main/libz/libzstd/libzstd_$VERSION+dfsg2.orig.tar.xz
 SHA256=8cf4bbb65e77ec348d052c8d6230eba66d435bddf64c8b5be2fcb16880c19953
-DIR=$ROOT/target/external
 Z=$DIR/zstd-$VERSION
 OUT=$DIR/zstd-$VERSION-build
-fail() { echo "external-zstd: FAILED: $*" >&2; exit 1; }
-[ -f "$LIB" ] || fail "no $LIB (run make lib)"
 
-sh "$ROOT/scripts/external-fetch.sh" "$URL" "$SHA256" "$DIR" "$(basename "$Z")" || fail "fetching the sources"
+fetch "$URL" "$SHA256" "$(basename "$Z")"
 mkdir -p "$OUT/obj"
 
 CFLAGS="-O2 -pthread -DZSTD_MULTITHREAD -DZSTD_LEGACY_SUPPORT=0 -I$Z/lib -I$Z/lib/common -I$Z/programs"
