@@ -61,6 +61,7 @@ mod parallel;
 mod platform;
 mod queue;
 mod queues;
+mod raw_handle;
 pub mod runtime;
 mod scheduler;
 mod shutdown;

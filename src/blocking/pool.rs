@@ -8,6 +8,7 @@ use alloc::boxed::Box;
 
 use crate::error::Error;
 use crate::platform::Spawner;
+use crate::raw_handle::RawHandle;
 
 use super::config::BlockingConfig;
 use super::handle::{self, BlockingHandle};
@@ -44,6 +45,18 @@ pub struct BlockingPool<S: Spawner> {
 unsafe impl<S: Spawner> Send for BlockingPool<S> {}
 // SAFETY: as above; every method takes &self and is thread-safe.
 unsafe impl<S: Spawner> Sync for BlockingPool<S> {}
+
+/// For the C layer (`struct pool_blocking *`).
+impl<S: Spawner> RawHandle for BlockingPool<S> {
+    fn as_raw(&self) -> *mut () {
+        self.inner.as_ptr().cast()
+    }
+
+    unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract: the pointer of a live pool's handle.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
+    }
+}
 
 impl<S: Spawner> fmt::Debug for BlockingPool<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -358,34 +371,6 @@ impl<S: Spawner> BlockingPool<S> {
     /// ```
     pub fn shutdown(&self) -> Result<(), Error> {
         self.inner().shutdown()
-    }
-
-    /// Gives up the handle without shutting down, for the C layer (`struct pool_blocking *`).
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) fn into_raw(self) -> *mut () {
-        let ptr = self.inner.as_ptr().cast::<()>();
-        core::mem::forget(self);
-        ptr
-    }
-
-    /// Rebuilds a handle from [`into_raw`](Self::into_raw).
-    ///
-    /// # Safety
-    /// `ptr` came from `into_raw` of a pool with this `S`, and no other owning handle exists.
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
-        // SAFETY: the caller's contract (non-null: it came from a live pool).
-        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
-    }
-
-    /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
-    ///
-    /// # Safety
-    /// As [`from_raw`](Self::from_raw), and the pool outlives the returned value.
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) unsafe fn borrow_raw(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
-        // SAFETY: the caller's contract.
-        core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
     }
 }
 

@@ -12,11 +12,12 @@ use core::ffi::{c_int, c_uint};
 use core::ptr::NonNull;
 use core::time::Duration;
 
-use super::status::{boundary, status};
+use super::status::{boundary, publish, status};
 use super::config::{reserved_clear, MAX_STACK, MIN_STACK, POOL_RESERVED_WORDS};
 use super::task::CTask;
 use crate::blocking::{BlockingConfig, BlockingMetrics, BlockingPool, BlockingTask};
 use crate::os::global::{configure_global_blocking, global_blocking_if_built, try_global_blocking};
+use crate::raw_handle::RawHandle;
 use crate::ThreadSpawner;
 
 use super::status::pool_status::*;
@@ -252,15 +253,8 @@ pub extern "C" fn pool_blocking_create(config: *const pool_blocking_config, out:
             },
             None => BlockingConfig::default(),
         };
-        match CBlocking::new(c) {
-            Ok(pool) => {
-                let raw = pool.into_raw();
-                // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
-                unsafe { out.as_ptr().write(raw.cast()) };
-                POOL_OK
-            }
-            Err(e) => status(Err(e)),
-        }
+        // SAFETY: non-null; the caller passes a writable `struct pool_blocking *`.
+        unsafe { publish(CBlocking::new(c), out) }
     })
 }
 

@@ -8,10 +8,11 @@ use core::ptr::{self, NonNull};
 use super::config::{reserved_clear, PoolConfig, MAX_STACK, MIN_STACK, POOL_MAX_IDLE_SPINS};
 use super::platform::{self, pool_platform, CSpawner, HostFns};
 use super::process;
-use super::status::{boundary, pool_status, pool_status::*, status};
+use super::status::{boundary, pool_status, pool_status::*, publish, status};
 use super::task::{checked_batch, checked_task, CTask};
 use crate::fallible::TryArc;
 use crate::os::global::try_global;
+use crate::raw_handle::RawHandle;
 use crate::scheduler::{Config, ThreadPool, MAX_THREADS};
 
 /// An opaque pool created by `pool_create` and freed by `pool_destroy`.
@@ -117,15 +118,8 @@ pub(super) fn create_with(config: *const PoolConfig, out: *mut *mut Pool, host: 
     };
     let config =
         Config::new().with_max_threads(config.max_threads).with_stack_size(stack_size).with_idle_spins(config.idle_spins).with_min_threads(config.min_threads);
-    match CPool::with_spawner(config, spawner) {
-        Ok(pool) => {
-            let raw = pool.into_raw();
-            // SAFETY: non-null; the caller passes a writable `struct pool *`.
-            unsafe { out.as_ptr().write(raw.cast()) };
-            POOL_OK
-        }
-        Err(e) => status(Err(e)),
-    }
+    // SAFETY: non-null; the caller passes a writable `struct pool *`.
+    unsafe { publish(CPool::with_spawner(config, spawner), out) }
 }
 
 /// Submits one task to the global pool (started on first use, no init call needed; its

@@ -13,10 +13,11 @@ use core::ptr::NonNull;
 use core::time::Duration;
 
 use super::pool::{borrow, CPool, Pool};
-use super::status::{boundary, pool_status::*, status};
+use super::status::{boundary, pool_status::*, publish, status};
 use super::task::{checked_task, CTask};
 use super::config::POOL_RESERVED_WORDS;
 use crate::queues::{Queue, QueueConfig, QueueStats};
+use crate::raw_handle::RawHandle;
 use crate::task::Callback;
 
 /// Words in a `struct pool_queue`: room for the core queue (one pointer) and for growth
@@ -122,7 +123,7 @@ fn config(width: usize, bound: usize, cancel: Option<unsafe extern "C" fn(task: 
 /// Stores a made queue in the caller's `struct pool_queue`.
 fn init(queue: NonNull<PoolQueue>, made: Result<CQueue, crate::Error>) -> super::status::pool_status {
     // SAFETY: non-null and writable (pool.h contract), large and aligned enough (asserted above).
-    status(made.map(|q| unsafe { queue.as_ptr().cast::<*mut ()>().write(q.into_raw()) }))
+    unsafe { publish(made, queue.cast::<*mut ()>()) }
 }
 
 /// Submits `task` without blocking. Ownership as `pool_submit`, until it has started or was

@@ -6,6 +6,7 @@ use core::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::Error;
+use crate::raw_handle::RawHandle;
 
 /// Status codes returned by every `int` function of the C API.
 #[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
@@ -76,4 +77,15 @@ pub(super) fn status(result: Result<(), Error>) -> pool_status {
         Err(Error::Full) => POOL_ERR_FULL,
         Err(Error::Busy) => POOL_ERR_BUSY,
     }
+}
+
+/// Stores a made handle at `out` (the caller's `struct pool *`, `struct pool_blocking *` or
+/// the first word of its `struct pool_queue`), which then owns it; on an error `out` is left
+/// untouched.
+///
+/// # Safety
+/// `out` is valid for writes and aligned for a pointer.
+pub(super) unsafe fn publish<H: RawHandle, T>(made: Result<H, Error>, out: core::ptr::NonNull<*mut T>) -> pool_status {
+    // SAFETY: the caller's contract.
+    status(made.map(|handle| unsafe { out.as_ptr().write(handle.into_raw().cast()) }))
 }

@@ -62,6 +62,7 @@ use self::inner::{wake, Inner, Runner, State};
 use crate::error::Error;
 use crate::fallible::{try_box, try_boxed_slice};
 use crate::platform::Spawner;
+use crate::raw_handle::RawHandle;
 use crate::scheduler::ThreadPool;
 use crate::sync::TryLock;
 use crate::task::{Callback, Task};
@@ -190,6 +191,19 @@ pub struct Queue<'a, S: Spawner> {
 unsafe impl<S: Spawner> Send for Queue<'_, S> {}
 // SAFETY: as above.
 unsafe impl<S: Spawner> Sync for Queue<'_, S> {}
+
+/// For the C layer (the first word of a `struct pool_queue`); only a queue kept alive by
+/// contract (`new_detached`, `with_target_detached`) has no lifetime to lose.
+impl<S: Spawner> RawHandle for Queue<'static, S> {
+    fn as_raw(&self) -> *mut () {
+        self.inner.as_ptr().cast()
+    }
+
+    unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract: the pointer of a live queue's handle.
+        Queue { inner: unsafe { NonNull::new_unchecked(ptr.cast()) }, _pool: PhantomData }
+    }
+}
 
 impl<S: Spawner> core::fmt::Debug for Queue<'_, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -320,23 +334,6 @@ impl<'a, S: Spawner> Queue<'a, S> {
     #[cfg_attr(not(feature = "capi"), allow(dead_code))]
     pub(crate) fn has_children(&self) -> bool {
         !self.inner().inherited() && self.inner().lock().children != 0
-    }
-
-    /// The queue as a pointer, for a C `struct pool_queue` (undone by [`from_raw`](Self::from_raw)).
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) fn into_raw(self) -> *mut () {
-        let ptr = self.inner.as_ptr().cast::<()>();
-        core::mem::forget(self);
-        ptr
-    }
-
-    /// # Safety
-    /// `ptr` came from [`into_raw`](Self::into_raw) and is taken back once (or borrowed
-    /// through a `ManuallyDrop`).
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
-        // SAFETY: the caller's contract.
-        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) }, _pool: PhantomData }
     }
 
     /// Whether the queue is being dropped: a task its drop hands back or runs calls it (the

@@ -11,6 +11,7 @@ use super::config::Config;
 use super::inner::Inner;
 use crate::error::Error;
 use crate::platform::Spawner;
+use crate::raw_handle::RawHandle;
 use crate::sync::Ordering;
 
 /// A work-stealing thread pool, generic over its platform.
@@ -43,6 +44,18 @@ pub struct ThreadPool<S: Spawner> {
 unsafe impl<S: Spawner> Send for ThreadPool<S> {}
 // SAFETY: as above; every method takes &self and is thread-safe.
 unsafe impl<S: Spawner> core::marker::Sync for ThreadPool<S> {}
+
+/// For the C layer (`struct pool *`).
+impl<S: Spawner> RawHandle for ThreadPool<S> {
+    fn as_raw(&self) -> *mut () {
+        self.inner.as_ptr().cast()
+    }
+
+    unsafe fn from_raw(ptr: *mut ()) -> Self {
+        // SAFETY: the caller's contract: the pointer of a live pool's handle.
+        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
+    }
+}
 
 impl<S: Spawner> fmt::Debug for ThreadPool<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -104,33 +117,5 @@ impl<S: Spawner> ThreadPool<S> {
     pub(crate) fn inner(&self) -> &Inner<S> {
         // SAFETY: `inner` is valid for the handle's whole life (freed in Drop).
         unsafe { self.inner.as_ref() }
-    }
-
-    /// Gives up the handle without shutting down, for the C layer (`struct pool *`).
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    pub(crate) fn into_raw(self) -> *mut () {
-        let ptr = self.inner.as_ptr().cast::<()>();
-        core::mem::forget(self);
-        ptr
-    }
-
-    /// Rebuilds a handle from [`into_raw`](Self::into_raw).
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    ///
-    /// # Safety
-    /// `ptr` came from `into_raw` of a pool with this `S`, and no other handle to it exists.
-    pub(crate) unsafe fn from_raw(ptr: *mut ()) -> Self {
-        // SAFETY: the caller's contract.
-        Self { inner: unsafe { NonNull::new_unchecked(ptr.cast()) } }
-    }
-
-    /// Borrows a handle from [`into_raw`](Self::into_raw) without taking ownership.
-    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
-    ///
-    /// # Safety
-    /// As [`from_raw`](Self::from_raw), and the pool outlives the returned reference.
-    pub(crate) unsafe fn borrow_raw(ptr: *mut ()) -> core::mem::ManuallyDrop<Self> {
-        // SAFETY: the caller's contract.
-        core::mem::ManuallyDrop::new(unsafe { Self::from_raw(ptr) })
     }
 }
