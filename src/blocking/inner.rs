@@ -2,7 +2,7 @@
 //! transitions; a thread's own loop is `thread.rs`. The protocol is argued in `src/blocking/README.md`; the comments here name the
 //! pairing of each fence.
 //!
-//! Every cross-thread decision in this file is one of four "Dekker pairs": each side writes its
+//! Every cross-thread decision here and in `thread.rs` is one of four "Dekker pairs": each side writes its
 //! own variable, issues `fence(SeqCst)`, then reads the other side's variable, so at least one
 //! side sees the other (the fences are totally ordered). Loom models SeqCst *accesses* as
 //! AcqRel but supports SeqCst *fences*, so the fences are explicit and the accesses Relaxed.
@@ -38,7 +38,7 @@ use super::task::BlockingTask;
 pub(crate) struct Slot<S: Spawner> {
     /// The pool.
     pub(super) pool: *const Inner<S>,
-    /// Index in `Inner::slots` (and bit in `Inner::idle_map`).
+    /// Index in `Inner::slots` (and bit in `Inner::idle_set`).
     pub(super) index: usize,
     /// EMPTY, RUNNING, IDLE, NOTIFIED or EXITING.
     pub(super) state: AtomicU32,

@@ -5,7 +5,7 @@
 //! with async sockets (`crate::net`).
 //!
 //! # Who calls what
-//! * **Tick end** (`scheduler::worker`, `end_tick`, every 128 tasks): a worker that gets the
+//! * **Tick end** (`scheduler::run`, `end_tick`, every 128 tasks): a worker that gets the
 //!   driver's try-lock calls [`Driver::poll`]. One Relaxed load when no driver is installed.
 //! * **Parking**: the idle worker that holds the timer-parker role (`scheduler::park`) takes the
 //!   lock and blocks in [`Driver::park`] with the next timer deadline as its timeout, instead of
@@ -21,12 +21,13 @@
 //! * **Shutdown**: once tasks are no longer polled, the pool calls [`Driver::shutdown`] (after
 //!   firing its timers): the tasks waiting for I/O are woken and cancelled, as sleeping ones
 //!   are, since the runtime keeps no list of idle tasks to cancel (`crate::runtime`).
-//! * **Waking**: every path that wakes a particular worker (a notification's `wake_one`,
-//!   shutdown, a new earliest timer, the role's hand-over) unparks its parker and, if that
-//!   worker holds the role, calls [`Driver::unpark`] too. A worker that claims the role after
-//!   such a wake re-reads the pool's `Sync` word before it blocks (a SeqCst claim, then a
-//!   SeqCst load; the waker's notification came before its SeqCst read of the role), so it
-//!   never blocks through a wake it was meant to get.
+//! * **Waking**: every path that wakes a particular worker (a notification's
+//!   `take_sleeper`, shutdown, a new earliest timer, the role's hand-over) unparks its parker
+//!   and, if that worker holds the role, calls [`Driver::unpark`] too. A worker that claims the
+//!   role after such a wake re-reads the pool's `Sync` word and its own idle bit
+//!   (`Protocol::still_announced`) before it blocks (a SeqCst claim, then the reads; the
+//!   waker's notification or bit take came before its SeqCst read of the role), so it never
+//!   blocks through a wake it was meant to get.
 
 use core::time::Duration;
 

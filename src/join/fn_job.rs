@@ -221,7 +221,7 @@ impl<S: Spawner> WorkerContext<S> {
         Ok(())
     }
 
-    /// Joins `job`, once [`ContextHead::join_fn_fast`] returned false (the job was not an
+    /// Joins `job`, once [`join_fn_fast`] returned false (the job was not an
     /// unrecorded fork): returns once its function has run (here, if no other worker took it;
     /// meanwhile this worker runs related work, as any wait does).
     ///

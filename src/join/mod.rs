@@ -18,7 +18,7 @@
 //! 4. If `b` stayed latent (the common case while every worker is busy), the worker runs it
 //!    inline. If it was promoted and is still the newest job of the deque, the worker takes it
 //!    back (`pop_if`) and runs it inline. Otherwise a thief has it: the worker waits in the one
-//!    waiting loop (`scheduler::worker::run_until`), running related work first (its own deque,
+//!    waiting loop (`Inner::run_until`, `scheduler/run.rs`), running related work first (its own deque,
 //!    then the thief's: leapfrogging) until `b`'s signal is set.
 //!
 //! # Why a join deque next to the ring
@@ -28,7 +28,7 @@
 //! thieves (the biggest piece left). One structure cannot give both safely: an owner pop at the
 //! ring's tail races steal-half's single CAS (the counterexample is in [`deque`]'s docs). So each
 //! worker has both: the ring for tasks, a Chase-Lev deque for join jobs. Thieves look at a
-//! victim's ring first, then its join deque, then its LIFO slot (`scheduler::worker`).
+//! victim's ring first, then its join deque, then its LIFO slot (`scheduler::search`).
 //!
 //! Why not the LIFO slot alone (the other option in the brief): a nested join displaces the
 //! outer `b` from the slot into the ring, where it is found FIFO (oldest first): after `a`

@@ -1,6 +1,6 @@
 //! What the pool needs from its host: a way to block a thread ([`Parker`]) and a way to start
 //! threads ([`Spawner`]). The `std` feature provides both (`crate::os`); a bare-metal or RTOS
-//! host implements them itself (README: "Porting to a new platform").
+//! host implements them itself (PORTING.md).
 //!
 //! A pool's threads exist only in the process that started them. A platform that can copy a
 //! process (`fork()`, a snapshot) keeps a registry of its pools ([`Spawner::track_pool`]) and

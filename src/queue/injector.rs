@@ -29,7 +29,7 @@
 //! # Prepending (the consumer's front push)
 //! The lock holder may also put a batch *in front* of the queue ([`Consumer::push_front`]): a
 //! worker's ring overflowing with tasks it took from here sends them back to where they were,
-//! ahead of newer submissions (`Inner::spill`, `scheduler/worker.rs`, "Order"). That touches
+//! ahead of newer submissions (`Inner::spill`, `scheduler/search.rs`, "Order"). That touches
 //! only the consumer side: the batch's last task links to the oldest node (the cursor's node,
 //! or the stub when the cursor is null or the stub), and the cursor moves to the batch's first
 //! task. So the states above hold:

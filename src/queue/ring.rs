@@ -18,7 +18,7 @@
 //!   new task, to the injector as one batch, so the next 128 pushes are cheap again. The ring
 //!   was full, so the batch's tasks are those at indices `tail - CAPACITY` onwards, the oldest:
 //!   the worker sends those it had taken from the injector back to the injector's front, the
-//!   rest to its back (`Inner::spill`, `scheduler/worker.rs`, "Order").
+//!   rest to its back (`Inner::spill`, `scheduler/search.rs`, "Order").
 //!
 //! Order: FIFO for the owner and for thieves (both take from `head`). The LIFO order a worker
 //! wants for a task it has just woken is served by the LIFO slot in front of this ring, and

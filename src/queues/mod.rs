@@ -4,7 +4,7 @@
 //! "Queues (on the scheduler, not in it)").
 //!
 //! A queue keeps its waiting tasks in an intrusive FIFO list of its own ([`list`]) and runs
-//! them through at most `width` runners ([`runner`]): a runner is a pool task embedded in the
+//! them through at most `width` runners (`inner::Runner`): a runner is a pool task embedded in the
 //! queue's allocation that, when the pool starts it, takes the queue's oldest task, runs it,
 //! and goes on with the next, up to `inner::BATCH` tasks, then submits itself again (fairness with
 //! other queues and plain submits), or ends when nothing waits. A task is bound to a pool

@@ -21,19 +21,10 @@
 //! Before waiting, the poller spins for [`BLOCK_ON_SPINS`] rounds (~2 µs where a spin-loop hint
 //! takes ~30 ns). With the workers' own idle spin (`Config::idle_spins`), a `block_on` that
 //! awaits a task it just spawned then costs neither side a system call: the worker that was
-//! still spinning takes the task, and the result lands while this thread still spins.
-//! Measured with `examples/async_bench.rs` (spawn_await, 2 workers, 2-core VM where a futex
-//! wake-up takes 20-30 µs to land), median µs per round trip:
-//!
-//! | block_on spins \ worker idle spins | 0 | 128 | 256 | 1000 |
-//! |---|--:|--:|--:|--:|
-//! | 0 | 59.5 | | | 1.3 |
-//! | 64 | | | 0.46 | |
-//! | 128 | | 2.5 | 0.82 | 0.84 |
-//! | 1000 | 2.3 | | | 0.56 |
-//!
-//! Longer spins here win nothing more and take the core a worker may need (on an earlier
-//! 2-core machine with fast wake-ups, 4096 spins made the round trip 5-15 µs): 64.
+//! still spinning takes the task, and the result lands while this thread still spins. 64
+//! rounds take a round trip from 59.5 µs to 0.46 µs on a VM where a futex wake-up takes 20-30
+//! µs to land; longer spins win nothing more and take the core a worker may need
+//! (BENCHMARKS.md, "tokio's scheduler workloads", for the measurements).
 
 use core::future::Future;
 use core::mem::ManuallyDrop;

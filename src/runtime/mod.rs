@@ -81,13 +81,14 @@
 //! * The injector is checked at an interval that adapts to the worker's poll times (an EWMA,
 //!   one clock reading per interval: about 1 ms of work between checks, every 8th to 127th
 //!   search; `scheduler/interval.rs`), and a worker with an empty ring fetches its fair share
-//!   of it in one batch (`len / workers`, 4 to 128 tasks: `scheduler::worker::fair_share`).
+//!   of it in one batch (`len / workers`, 4 to 128 tasks: `scheduler::search::fair_share`).
 //!   On a platform whose spawner has no clock (`Spawner::now_ns`) the interval is tokio's
 //!   fixed 61.
 //! * The cooperative budget: a worker runs at most 128 tasks (polls) per tick; at the end of a
 //!   tick its next search starts at the injector and its LIFO slot's task goes to the back of
-//!   its ring (`scheduler::worker`, tested in `tests/stats.rs`). The tick end also fires due
-//!   timers (worker 0, or any worker once they are overdue: `crate::time`); there is no I/O.
+//!   its ring (`scheduler::run`, `end_tick`, tested in `tests/stats.rs`). The tick end also
+//!   fires due timers (worker 0, or any worker once they are overdue: `crate::time`) and polls
+//!   the I/O driver if one is installed (`crate::io`).
 //! * Parking: the text's `transitioning_to_park` flag guards a LIFO slot being filled for a
 //!   worker that is about to sleep. It cannot happen here: only the worker itself fills its
 //!   slot (so it is not asleep), the slot is stealable, and every submit goes through the

@@ -55,13 +55,13 @@ impl<S: Spawner> ThreadPool<S> {
     {
         let inner = self.inner();
         // The handle's own pointer (from `Box::leak`), not one made from `&Inner`: the last task
-        // may free `Inner` through it (`PoolScheduler::release`), which a shared reference's
+        // may free `Inner` through it (`release_pool`, the table's `release`), which a shared reference's
         // provenance does not allow (Miri, Stacked Borrows: tests/runtime.rs
         // wake_after_pool_dropped).
         let header = harness::allocate::<F, PoolScheduler<S>>(future, self.inner.cast::<()>());
         inner.acquire();
         let task = Header::task(header);
-        // On a worker: its LIFO slot, as a wake (`schedule_slow`), with the spawn counted on the
+        // On a worker: its LIFO slot, as a wake (`schedule_woken`), with the spawn counted on the
         // same worker lookup.
         let submitted = match self.current_worker() {
             Some(me) => {

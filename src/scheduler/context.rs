@@ -108,11 +108,11 @@ pub struct WorkerContext<S: Spawner> {
     pub(crate) ring: ring::Local,
     /// The owner's half of this worker's join deque.
     pub(crate) joins: deque::Owner,
-    /// Searches left until the next injector-first search (`worker.rs`).
+    /// Searches left until the next injector-first search (`search.rs`, step 0).
     pub(crate) tick: Cell<u32>,
     /// LIFO-slot tasks run in a row.
     pub(crate) lifo_streak: Cell<u32>,
-    /// Ring index one past the last task of the latest batch from the injector (`worker.rs`,
+    /// Ring index one past the last task of the latest batch from the injector (`search.rs`,
     /// "Order"): the ring's tasks at indices `head..injected_end` came from the injector.
     /// Read only through [`injected_left`](Self::injected_left) and
     /// [`injected_in_overflow`](Self::injected_in_overflow), which reset it once it is behind
@@ -273,7 +273,7 @@ impl<S: Spawner> WorkerContext<S> {
     }
 
     /// A batch from the injector was just pushed into our empty ring: it ends at the ring's
-    /// tail (`worker.rs`, "Order").
+    /// tail (`search.rs`, "Order").
     #[inline]
     pub(crate) fn mark_injected(&self) {
         self.injected_end.set(self.ring.indices().1);

@@ -6,9 +6,9 @@
 //! fine-grained recursion (fib) that is several times the work itself, and nearly every offer
 //! is taken back by its owner anyway. So `join` records `b` as a **latent frame**: its task
 //! pointer in the next slot of the worker's [`FrameStack`], owner-only memory in the worker's
-//! context (no atomics, no fence). Only when the worker is *hungry* (an idle worker asked it
-//! for work, see `scheduler::worker`) does a `join` **promote** the *oldest* latent frame: push
-//! its `b` on the join deque, where idle workers steal it, and wake one. The oldest frame is
+//! context (no atomics, no fence). Only when the worker is *hungry* (a worker going idle asked
+//! it for work: `Inner::raise_hunger`, from `sleep.rs`) does a `join` **promote** the *oldest*
+//! latent frame: push its `b` on the join deque, where idle workers steal it, and wake one. The oldest frame is
 //! the biggest piece of work left on this worker (the outermost unfinished `b`), so one
 //! promotion feeds a thief for a long time, and two busy workers go on running their joins at
 //! nearly sequential cost.

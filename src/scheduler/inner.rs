@@ -32,7 +32,7 @@ pub(crate) struct Inner<S: Spawner> {
     pub(crate) injector: Injector,
     /// Push-only intrusive list of workers (newest first).
     pub(super) workers: AtomicPtr<Worker<S>>,
-    /// Worker by index, for `wake_one`.
+    /// Worker by index, for `worker_at` (the worker a notify or a hand-over wakes).
     pub(super) worker_table: Box<[AtomicPtr<Worker<S>>]>,
     /// Rounds an idle worker watches `Sync` before it parks (`Config::idle_spins`).
     pub(super) idle_spins: u32,
@@ -107,7 +107,7 @@ impl<S: Spawner> Inner<S> {
     pub(super) fn is_idle(&self) -> bool {
         let s = self.protocol.load(Ordering::Relaxed);
         // Pairs with the Release fence a worker makes before it counts itself idle inside a
-        // task's wait (`worker.rs`): seeing that count, we see its `waiting_in_task`.
+        // task's wait (`run.rs`): seeing that count, we see its `waiting_in_task`.
         crate::sync::fence(Ordering::Acquire);
         if s.state() == State::Shutdown {
             return s.spawned() == 0 && self.injector.is_empty();

@@ -3,14 +3,14 @@
 //! busy worker makes in its own queues between two looks at the pool's injector.
 //!
 //! ```text
-//! interval = clamp(TARGET_LATENCY / mean poll time, MIN_INTERVAL, MAX_INTERVAL)
+//! interval = clamp(TARGET_LATENCY_NS / mean poll time, MIN_INTERVAL, MAX_INTERVAL)
 //! ```
 //!
 //! Short tasks mean rare checks (tokio's fixed 61 costs a try-lock every 61 polls of a few
 //! nanoseconds); long tasks mean frequent ones, so a task submitted from outside waits about
-//! `TARGET_LATENCY` (1 ms, the text's figure) behind a worker busy with its own queue, not 61
+//! `TARGET_LATENCY_NS` (1 ms, the text's figure) behind a worker busy with its own queue, not 61
 //! long tasks. Whatever the interval, the cooperative budget also makes the first search of
-//! every tick (128 runs) an injector-first one (`worker.rs`).
+//! every tick (128 runs) an injector-first one (`run.rs`, `end_tick`).
 //!
 //! # Measuring
 //! A *window* is the runs between two injector-first searches. When a window ends (the
@@ -29,7 +29,7 @@
 //! its queues are empty anyway, so only continuously busy workers need the estimate.
 //!
 //! One clock read per window, so at most one per `MIN_INTERVAL` runs (each then at least
-//! `TARGET_LATENCY / MIN_INTERVAL` long) and, for short tasks, one per `MAX_INTERVAL` runs.
+//! `TARGET_LATENCY_NS / MIN_INTERVAL` long) and, for short tasks, one per `MAX_INTERVAL` runs.
 //! Without a clock (`now_ns` is `None`, the default of a `no_std` platform's spawner) the
 //! interval stays at [`INJECTOR_INTERVAL`], tokio's fixed value.
 //!

@@ -26,7 +26,7 @@ pub(crate) struct JobHeader {
 /// What only a queued job needs.
 pub(super) struct Offered {
     /// 1 + the index of the worker that took the job from a queue (0: not taken): whom a
-    /// waiting owner steals related work from (`worker.rs`, leapfrogging).
+    /// waiting owner steals related work from (`search.rs`, `find_for_wait`: leapfrogging).
     pub(super) thief: AtomicUsize,
     /// The address of the pool (an `Inner<S>`, `any_pool.rs`) whose worker context the
     /// closure gets when a worker of it runs the job.

@@ -6,7 +6,7 @@
 //! latch, an async join handle, `block_on`, a blocking handle): the same search, notification
 //! and sleep, with an "until" condition (a signal, and a deadline on the pool's clock if the
 //! wait has one: its parks then time out by it). A wait searches related work first (its own join deque, then the deque
-//! of the worker that stole the half it waits for) and the rest of the order above only
+//! of the worker that stole the half it waits for) and the rest of the search order (`search.rs`) only
 //! within the nesting bound of `context.rs` ("Bounded helping"); past it, it sleeps on its
 //! parker until its condition holds.
 //!

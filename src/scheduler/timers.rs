@@ -65,7 +65,7 @@ impl<S: Spawner> Inner<S> {
         }
     }
 
-    /// Hook: the end of a worker's tick (`scheduler::worker`, `end_tick`): fires due timers
+    /// Hook: the end of a worker's tick (`scheduler::run`, `end_tick`): fires due timers
     /// and polls the I/O driver (`crate::io`). Two Relaxed loads when no timer is pending and
     /// no driver is installed.
     #[inline]

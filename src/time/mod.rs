@@ -31,7 +31,7 @@
 //!   clock has passed its start, so a timer never fires early; it fires up to about a tick
 //!   late, plus scheduling.
 //! * **Who fires** (`scheduler::timers`, `scheduler::park`): the scheduler's two hooks. At the end of each tick (every 128
-//!   tasks run, `scheduler::worker`), worker 0 fires the timers that are due, and any other
+//!   tasks run, `scheduler::run`), worker 0 fires the timers that are due, and any other
 //!   worker does if they are overdue by `STALE_TICKS` (2 ticks: worker 0 is busy in a long task); with
 //!   no timer pending that costs one Relaxed load per tick. An idle worker about to sleep
 //!   claims the *timer parker* role if nobody holds it and parks with a timeout equal to the

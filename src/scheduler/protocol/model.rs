@@ -1,6 +1,6 @@
 //! The exhaustive test of the waking protocol: the `Sync` word's transitions (`sync_word.rs`)
 //! and a worker's `Seeking` (`seeking.rs`), composed without threads into an abstract pool of
-//! up to three workers, and every reachable state explored breadth-first, every enabled event
+//! up to three workers, and every reachable state explored depth-first, every enabled event
 //! of every state taken. The machine follows the code step by step: each atomic access or
 //! compare-and-swap of `protocol.rs` is one step, and the decisions are the real transitions,
 //! called here as the workers call them. Memory is sequentially consistent (the fences and

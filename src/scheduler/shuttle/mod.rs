@@ -11,9 +11,12 @@
 //!   workers (the try-lock hand-off, and the lost wake-up its own look caused).
 //! * `waits`: a wait inside a task that consumes a notification; a join whose promotion races
 //!   an idle worker.
-//! * `timers`: the timer role handed on when its holder leaves idle; a worker parked in the
-//!   I/O driver while work arrives and its own dispatch wakes a task; shutdown ending a task's
-//!   I/O wait.
+//! * `timers`: the timer role handed on when its holder leaves idle; an earlier deadline
+//!   registered on a worker reaching the role's holder, parked on a later one; a worker parked
+//!   in the I/O driver while work arrives and its own dispatch wakes a task; shutdown ending a
+//!   task's I/O wait.
+//! * `blockers`: blocking tasks submitted into idle workers, every one of which must start
+//!   (the search a worker owed for the others, handed on before it runs the task it found).
 //! * `surplus`: the live thread count lowered and raised while a producer submits.
 //! * `shutdown`: submits racing shutdown (a push half-linked when the workers leave); a
 //!   delayed task fired by shutdown's drain while a wait inside a task takes the drain's unpark.

@@ -11,8 +11,7 @@
 //! notify_racing_wait 3,965 (~1 s); waking_handoff 447,307 (~40 s alone); shutdown_racing_
 //! notify_and_spawn 348; shutdown_racing_handoff_spawn 107,094 (~22 s alone);
 //! submit_after_shutdown 348; external_submit_racing_shutdown 20,702 (~2 s).
-//! Three of these found real bugs, fixed in `scheduler/sleep.rs` and `scheduler/mod.rs`
-//! (see `scheduler/README.md`).
+//! The bugs these models found are in VERIFY.md's table ("Bugs the verification found").
 //!
 //! Run: `make test-loom`.
 
@@ -118,7 +117,7 @@ fn sync_spinning_worker_takes_the_wake() {
     // for task 1 sees `spinning > 0` and unparks nobody, trusting the spinner: either it sees
     // `notified` with the injector non-empty during its spin, or its spin ends first and its
     // `park` sees `notified` (the spinner's decrement and the notifier's `Sync` update are the
-    // Dekker pair's writes, the SeqCst fences in `park` and `wake_one` its fences).
+    // Dekker pair's writes, the SeqCst fences in `announce_park` and `take_sleeper` its fences).
     model("sync_spinning_worker_takes_the_wake", || {
         let config = Config { max_threads: 1, idle_spins: 2, ..Config::default() };
         submit_racing_sleep(ThreadPool::with_spawner(config, LoomSpawner::new()).unwrap());

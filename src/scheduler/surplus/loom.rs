@@ -5,8 +5,7 @@
 //! Bounded (`model_with_bound`): three threads (two prestarted workers and the main thread,
 //! which polls by yielding) at the suite's two preemptions were still running after 25
 //! minutes. `surplus_turning_racing_a_submit_strands_nothing` at one: 350,186
-//! executions (68 s on the 2-core VM; 631,330 to 889,294 before a found task handed on the
-//! search its finder owed); `surplus_serving_again_racing_submits_strands_
+//! executions (68 s on the 2-core VM); `surplus_serving_again_racing_submits_strands_
 //! nothing` at none (every interleaving without preemption, ~16,000 executions, 2 s): at one
 //! it ran past 15 minutes.
 //!
