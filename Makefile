@@ -10,7 +10,7 @@
 #   make verify     the long versions (soak, more loom preemptions, 10x shuttle iterations and
 #                   the shuttle plants, longer sanitizer runs)
 #   make bench      the peer benchmarks (bench/), results into BENCHMARKS.md
-#   make install PREFIX=...   header, libpool.a, pool.pc (see mk/embed.mk)
+#   make install PREFIX=...   header, libpool.a, libpool.so, pool.pc, pool-static.pc, CMake package (mk/embed.mk)
 
 CARGO   ?= cargo
 CC      ?= cc
@@ -151,9 +151,6 @@ test-tsan: tool-nightly
 	  --test blocking --test timers --test io_driver --test net --test elastic --test queues \
 	  --test target_queues
 
-# The loom models: a `loom` module beside the code each one checks, compiled only under
-# cfg(all(test, loom)); under --cfg loom the library's other unit tests are compiled out, and the
-# `loom` filter names exactly the models.
 # The TSan build of the stress, latch, context, runtime, timers and blocking tests, TSAN_RUNS
 # times in a row at POOL_STRESS_SCALE=0.05: a lost wake-up that shows once in tens of runs
 # (each test has a watchdog, so a hang fails that run) fails this loop. Built once; each run
@@ -169,6 +166,9 @@ verify-tsan-loop: tool-nightly
 	  POOL_STRESS_SCALE=0.05 $$b -q > target/tsan/loop.log 2>&1 || { cat target/tsan/loop.log; echo "TSan loop: run $$i of $(TSAN_RUNS) failed ($$b)"; exit 1; }; \
 	done; echo "TSan loop: run $$i of $(TSAN_RUNS) ok"; done
 
+# The loom models: a `loom` module beside the code each one checks, compiled only under
+# cfg(all(test, loom)); under --cfg loom the library's other unit tests are compiled out, and the
+# `loom` filter names exactly the models.
 test-loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release --target-dir target/loom --lib loom
 
@@ -301,7 +301,8 @@ verify: test
 	$(MAKE) test-shuttle SHUTTLE_SCALE=10
 	$(MAKE) verify-plants
 
-# Every BENCH.md workload against the peers (progress on stderr), then the ratio chart, then
+# Every workload of bench/README.md (the design brief's BENCH.md) against the peers (progress
+# on stderr), then the ratio chart, then
 # BENCHMARKS.md = bench/NOTES.md (figures measured by other means) + the fresh tables.
 # libpool.a first: the c_spawn workload's C program links it (bench/build.rs). The chart needs
 # matplotlib (bench/requirements.txt): checked first, never installed silently.

@@ -19,7 +19,7 @@
  *     own and the heap is read from main after joining it: glibc keeps a thread's freed small
  *     blocks in its tcache until the thread exits, and mallinfo2 counts those as in use.
  *     Skipped, with a note, where malloc is replaced (ASan, LSan, valgrind: their own leak
- *     check applies). `make test-cycles-lsan` runs this program under LeakSanitizer too.
+ *     check applies). `make test-cycles` runs this program under LeakSanitizer too.
  * POOL_CYCLES sets the number of create/submit/wait/destroy cycles (default 200 x
  * POOL_TEST_SCALE); `make verify` runs 1000.
  * This program never touches the global pool (its threads would stay alive by design).

@@ -1,7 +1,7 @@
 /*
  * destroy_race.c: pool_destroy while another thread is still inside pool_shutdown (and
  * pool_blocking_destroy while another is inside pool_blocking_shutdown) is memory-safe:
- * destroy waits for that shutdown to finish, then frees (pool.h, "Process and threading
+ * destroy waits for that shutdown to finish, then frees (README.md, "Process and threading
  * rules"). Run plain, under valgrind and under ASan by `make test`.
  *
  * Each round, for each kind of pool:

@@ -1,6 +1,6 @@
 /*
- * nesting.c: a worker that waits nests unrelated work no deeper than a fixed bound
- * (MAX_UNRELATED_NESTING in the Rust docs: "Bounded helping").
+ * nesting.c: a worker that waits nests unrelated work only while at most half its stack is in
+ * use (src/scheduler/context.rs, "Bounded helping").
  *
  *   1. one worker with a 512 KiB stack, 100,000 queued root tasks, each with an 8 KiB frame,
  *      each forking one child (pool_fork) and waiting for it on a latch: the waiting worker

@@ -128,7 +128,7 @@
 /**
  * Words of reserved space at the end of every struct the caller allocates and the library
  * reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
- * `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+ * `pool_blocking_metrics`, `pool_platform`, `pool_queue_stats`). Later minor versions add fields there, so these
  * structs keep their size and layout and a program built against an older pool.h keeps
  * working with a newer library (README, "ABI policy"). In structs the library reads, they
  * must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h
@@ -174,8 +174,9 @@ enum pool_status {
   /**
    * Out of memory: nothing was created or queued, nothing is left half-built (every
    * function that allocates: `pool_create`, `pool_create_with_platform`,
-   * `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
-   * pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+   * `pool_blocking_create`, `pool_blocking_global_configure`, `pool_submit_fn`,
+   * `pool_submit_after`, `pool_queue_init`, `pool_queue_init_target`, and the first use of a
+   * global pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
    * when the pool has no thread at all).
    */
   POOL_ERR_NOMEM = -4,
@@ -191,8 +192,9 @@ enum pool_status {
   POOL_ERR_RANGE = -6,
   /**
    * Too late: a configuration that must come before first use came after it
-   * (`pool_blocking_global_configure` once the global blocking pool was built); nothing
-   * was changed.
+   * (`pool_blocking_global_configure` once the global blocking pool was built), or a second
+   * one of what a pool has only one of (`pool_set_driver` on a pool that has a driver);
+   * nothing was changed.
    */
   POOL_ERR_STARTED = -7,
   /**
@@ -204,14 +206,17 @@ enum pool_status {
    */
   POOL_ERR_FORKED = -8,
   /**
-   * The queue holds as many waiting tasks as its bound allows (`pool_blocking_set_max_queued`):
-   * the task was not queued, is untouched and is still the caller's. A place frees when a
-   * waiting task starts.
+   * The queue holds as many waiting tasks as its bound allows (a blocking pool's
+   * `pool_blocking_set_max_queued`, a queue's `bound`): the task was not queued, is untouched
+   * and is still the caller's. A place frees when a waiting task starts (a handoff queue,
+   * `POOL_QUEUE_HANDOFF`: when a running task ends).
    */
   POOL_ERR_FULL = -9,
   /**
    * The task is not waiting in the queue (a queue's cancel): it has started (it runs or ran
-   * exactly once), was cancelled already, or was never submitted there; nothing changed.
+   * exactly once), was cancelled already, or was never submitted there; or a queue that
+   * other queues still target (`pool_queue_init_target`) was asked to be destroyed. Nothing
+   * changed.
    */
   POOL_ERR_BUSY = -10,
 };
@@ -902,7 +907,8 @@ int pool_latch_init(struct pool_latch *latch);
  * latch is released. So fork what you wait for: a task that waits for tasks it submitted with
  * `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
  * other thread it parks. Call once per initialisation, from one thread. Returns
- * POOL_ERR_INVALID for a NULL pool or latch.
+ * POOL_ERR_INVALID for a NULL pool or latch, POOL_ERR_FORKED for a pool inherited through
+ * `fork()`.
  */
 int pool_latch_wait(struct pool *pool, struct pool_latch *latch);
 
@@ -1053,8 +1059,9 @@ int pool_set_max_threads(struct pool *pool, size_t n);
 /**
  * Stops accepting external work, runs every task already queued, and joins all threads.
  * Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
- * when called from one of the pool's own tasks. The pool stays allocated: free it with
- * `pool_destroy`.
+ * when called from one of the pool's own tasks, POOL_ERR_FORKED in a child that inherited
+ * the pool through `fork()` (its threads do not exist there). The pool stays allocated: free
+ * it with `pool_destroy`.
  */
 int pool_shutdown(struct pool *pool);
 

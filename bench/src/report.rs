@@ -225,7 +225,7 @@ through a cloned handle.
 qsort: `slice::sort_unstable` of the same input). rayon runs inside `install` (the main thread waits); \
 chili's `thread_count` = N is the calling thread + N−1 workers (plus a heartbeat thread). qsort input \
 (xorshift32, seed 0xdeadbeef) is copied into the work buffer before each run, outside the timed region; \
-the output is checked sorted and a permutation (by sum). Our pool row uses `ThreadPool::join`; `pool(bench-join)` (only with `--bench-join`) is the join \
+the output is checked sorted and a permutation (by sum). Our pool row uses `WorkerContext::join` inside `ThreadPool::install`; `pool(bench-join)` (only with `--bench-join`) is the join \
 the harness built earlier from `submit_lifo` + `wait_for`.
 * **chain**: `pool(lifo)` = the intrusive chain with the next hop submitted by `submit_lifo`.
 * **idle_cpu**: no warm-up; each run builds a fresh pool, runs one tiny task, then the main thread sleeps \

@@ -54,7 +54,7 @@ pub const POOL_CONFIG_RESERVED_WORDS: usize = POOL_RESERVED_WORDS - 1;
 
 /// Words of reserved space at the end of every struct the caller allocates and the library
 /// reads or fills (`pool_config`, `pool_blocking_config`, `pool_stats`,
-/// `pool_blocking_metrics`, `pool_platform`). Later minor versions add fields there, so these
+/// `pool_blocking_metrics`, `pool_platform`, `pool_queue_stats`). Later minor versions add fields there, so these
 /// structs keep their size and layout and a program built against an older pool.h keeps
 /// working with a newer library (README, "ABI policy"). In structs the library reads, they
 /// must be 0 (the `*_init` functions zero them): a non-zero word is a field of a newer pool.h

@@ -106,7 +106,8 @@ pub extern "C" fn pool_latch_done(latch: *mut PoolLatch) -> c_int {
 /// latch is released. So fork what you wait for: a task that waits for tasks it submitted with
 /// `pool_submit_to` can wait for a free thread, forever if every thread waits that way. On any
 /// other thread it parks. Call once per initialisation, from one thread. Returns
-/// POOL_ERR_INVALID for a NULL pool or latch.
+/// POOL_ERR_INVALID for a NULL pool or latch, POOL_ERR_FORKED for a pool inherited through
+/// `fork()`.
 #[cfg_attr(doc, doc = include_str!("examples/latch.md"))]
 #[no_mangle]
 pub extern "C" fn pool_latch_wait(pool: *mut Pool, latch: *mut PoolLatch) -> c_int {

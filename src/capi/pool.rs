@@ -231,8 +231,9 @@ pub extern "C" fn pool_refresh_max_threads(pool: *mut Pool, n_out: *mut usize) -
 
 /// Stops accepting external work, runs every task already queued, and joins all threads.
 /// Returns POOL_ERR_SHUTDOWN if the pool was already shut down, POOL_ERR_INVALID for NULL or
-/// when called from one of the pool's own tasks. The pool stays allocated: free it with
-/// `pool_destroy`.
+/// when called from one of the pool's own tasks, POOL_ERR_FORKED in a child that inherited
+/// the pool through `fork()` (its threads do not exist there). The pool stays allocated: free
+/// it with `pool_destroy`.
 #[cfg_attr(doc, doc = include_str!("examples/own_pool.md"))]
 #[no_mangle]
 pub extern "C" fn pool_shutdown(pool: *mut Pool) -> c_int {

@@ -25,8 +25,9 @@ pub enum pool_status {
     POOL_ERR_SPAWN = -3,
     /// Out of memory: nothing was created or queued, nothing is left half-built (every
     /// function that allocates: `pool_create`, `pool_create_with_platform`,
-    /// `pool_blocking_create`, `pool_blocking_global_configure`, and the first use of a global
-    /// pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
+    /// `pool_blocking_create`, `pool_blocking_global_configure`, `pool_submit_fn`,
+    /// `pool_submit_after`, `pool_queue_init`, `pool_queue_init_target`, and the first use of a
+    /// global pool). A thread start that finds no memory is a failed start instead (POOL_ERR_SPAWN
     /// when the pool has no thread at all).
     POOL_ERR_NOMEM = -4,
     /// An internal panic was caught at the boundary (a bug in pool; please report it).
@@ -36,8 +37,9 @@ pub enum pool_status {
     /// is unchanged).
     POOL_ERR_RANGE = -6,
     /// Too late: a configuration that must come before first use came after it
-    /// (`pool_blocking_global_configure` once the global blocking pool was built); nothing
-    /// was changed.
+    /// (`pool_blocking_global_configure` once the global blocking pool was built), or a second
+    /// one of what a pool has only one of (`pool_set_driver` on a pool that has a driver);
+    /// nothing was changed.
     POOL_ERR_STARTED = -7,
     /// The pool was inherited from the parent process through `fork()`: its threads do not
     /// exist in this process, so it takes no work (the tasks the parent had queued are never
@@ -45,12 +47,15 @@ pub enum pool_status {
     /// what it can and returns) and the counters remain. The global pools are not affected:
     /// the child's are reset and work.
     POOL_ERR_FORKED = -8,
-    /// The queue holds as many waiting tasks as its bound allows (`pool_blocking_set_max_queued`):
-    /// the task was not queued, is untouched and is still the caller's. A place frees when a
-    /// waiting task starts.
+    /// The queue holds as many waiting tasks as its bound allows (a blocking pool's
+    /// `pool_blocking_set_max_queued`, a queue's `bound`): the task was not queued, is untouched
+    /// and is still the caller's. A place frees when a waiting task starts (a handoff queue,
+    /// `POOL_QUEUE_HANDOFF`: when a running task ends).
     POOL_ERR_FULL = -9,
     /// The task is not waiting in the queue (a queue's cancel): it has started (it runs or ran
-    /// exactly once), was cancelled already, or was never submitted there; nothing changed.
+    /// exactly once), was cancelled already, or was never submitted there; or a queue that
+    /// other queues still target (`pool_queue_init_target`) was asked to be destroyed. Nothing
+    /// changed.
     POOL_ERR_BUSY = -10,
 }
 

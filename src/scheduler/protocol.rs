@@ -14,8 +14,12 @@
 //! | `spin_end` (a spin that saw something) decrements `spinning`; the caller re-reads the word | `take_sleeper` (as above) |
 //! | `begin_shutdown` writes `Shutdown`; reads the workers' list | `announce_park` (as above) |
 //! | `release_role` gives the role back; `idle_except` reads the idle set | `announce_park`, then `claim_role` |
-//! | `claim_role` takes the role; reads the wheel's deadline and the word | a timer becoming the earliest: writes the deadline, reads the role (`timers.rs`, `kick_of`) |
-//! | `claim_role` takes the role; `still_announced` reads the worker's own bit | `take_sleeper` takes that bit; `wakes_driver_of` reads the role |
+//! | `claim_role` takes the role; re-reads the word, and `still_announced` the worker's own bit | a notify writes the word or `take_sleeper` takes that bit; `wakes_driver_of` reads the role |
+//!
+//! Not a fence pair: the claim against a timer that becomes the earliest. The claimer reads the
+//! wheel's next deadline under the wheel's lock; `register` links the timer under that lock,
+//! and `kick_of` reads the role after the unlock: the lock orders the two (`park.rs`, "The
+//! timer parker").
 //! | `release_waits` sets `waits_released`; reads the workers' list | a worker registers; `waits_released` reads the flag |
 
 use alloc::boxed::Box;
@@ -336,9 +340,10 @@ impl Protocol {
     }
 
     /// Takes the timer role for worker `index` if nobody holds it. After a successful claim
-    /// the caller reads the wheel's next deadline and the word (SeqCst): the fence is the
-    /// claim's half of the Dekker pair with `kick_of` (SeqCst accesses alone would do in the
-    /// C++ model; loom checks the pair only through fences).
+    /// the caller reads the wheel's next deadline under the wheel's lock (ordered with
+    /// `kick_of` by that lock: `park.rs`) and re-reads the word and its own bit: the fence is
+    /// the claim's half of the Dekker pair with `wakes_driver_of` (SeqCst accesses alone would
+    /// do in the C++ model; loom checks the pair only through fences).
     #[inline]
     pub(crate) fn claim_role(&self, index: usize) -> bool {
         if self.role.compare_exchange(0, index + 1, Ordering::SeqCst, Ordering::Relaxed).is_err() {
