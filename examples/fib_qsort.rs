@@ -8,8 +8,8 @@
 //! Each figure: median and min-max of 5 runs after a warm-up; every result is verified.
 //!
 //! Run: `cargo run --release --example fib_qsort [-- threads runs]`.
-//! The side-by-side with rayon and chili is a separate scratch crate (peers are never
-//! dependencies of the library); BENCHMARKS.md has the figures.
+//! The side-by-side with rayon and chili is the benchmark crate's `bench/src/forkjoin.rs` (peers
+//! are never dependencies of the library); BENCHMARKS.md has the figures.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
