@@ -26,6 +26,18 @@ fail() {
 
 need() { command -v "$1" >/dev/null 2>&1; }
 
+# apt_install WHAT PACKAGE...: as root where apt-get exists, installs the packages (failing
+# with WHAT named if apt-get does); otherwise does nothing, and the caller's check says what
+# is missing.
+apt_install() {
+    what=$1
+    shift
+    if [ "$(id -u)" = 0 ] && need apt-get; then
+        echo "make tools: installing $* (apt-get)"
+        { apt-get update -qq && apt-get install -y -qq "$@"; } >/dev/null || fail "$what" "apt-get install $*"
+    fi
+}
+
 t_targets() {
     need rustup || fail "rustup" "install Rust with rustup (https://rustup.rs)"
     installed=$(rustup target list --installed)
@@ -77,11 +89,7 @@ t_fuzz() {
 
 t_valgrind() {
     need valgrind && return 0
-    if [ "$(id -u)" = 0 ] && need apt-get; then
-        echo "make tools: installing valgrind (apt-get)"
-        { apt-get update -qq && apt-get install -y -qq valgrind; } >/dev/null \
-            || fail "valgrind" "apt-get install valgrind"
-    fi
+    apt_install valgrind valgrind
     need valgrind || fail "valgrind" "install valgrind with your package manager (apt-get install valgrind)"
 }
 
@@ -138,11 +146,7 @@ t_pkg_config() {
 t_samba_deps() {
     t_pkg_config
     pkg-config --exists tevent talloc cmocka && return 0
-    if [ "$(id -u)" = 0 ] && need apt-get; then
-        echo "make tools: installing libtevent-dev libtalloc-dev libcmocka-dev (apt-get)"
-        { apt-get update -qq && apt-get install -y -qq libtevent-dev libtalloc-dev libcmocka-dev; } >/dev/null \
-            || fail "tevent, talloc, cmocka" "apt-get install libtevent-dev libtalloc-dev libcmocka-dev"
-    fi
+    apt_install "tevent, talloc, cmocka" libtevent-dev libtalloc-dev libcmocka-dev
     pkg-config --exists tevent talloc cmocka || fail "tevent, talloc, cmocka (with headers)" \
         "install them with your package manager (apt-get install libtevent-dev libtalloc-dev libcmocka-dev)"
 }

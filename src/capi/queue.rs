@@ -57,7 +57,7 @@ static_assertions::const_assert!(align_of::<CQueue>() <= align_of::<PoolQueue>()
 /// `queue` was initialised by `pool_queue_init` and not destroyed.
 unsafe fn core_queue(queue: NonNull<PoolQueue>) -> ManuallyDrop<CQueue> {
     // SAFETY: `pool_queue_init` wrote `into_raw`'s pointer into the first word.
-    ManuallyDrop::new(unsafe { CQueue::from_raw(queue.as_ptr().cast::<*mut ()>().read()) })
+    unsafe { CQueue::borrow_raw(queue.as_ptr().cast::<*mut ()>().read()) }
 }
 
 /// Initialises `queue` on `pool`: at most `width` tasks run at once (1 to the pool's
